@@ -1,0 +1,55 @@
+// Shared plumbing of the C ABI shims: every exported function runs its body
+// through guard(), which turns mixp::Error and any other C++ exception into
+// a status code plus the thread-local message, so nothing escapes the ABI.
+#pragma once
+#include <new>
+
+#include "core/error.hpp"
+#include "core/tensor.hpp"
+
+namespace mixp {
+
+template <class F>
+mixp_status guard(const char *fn, F &&body) noexcept {
+  try {
+    body();
+    return MIXP_OK;
+  } catch (const Error &e) {
+    set_last_error(e.status(), e.what());
+    return e.status();
+  } catch (const std::bad_alloc &) {
+    set_last_error(MIXP_ERR_OUT_OF_MEMORY, str(fn, ": out of memory"));
+    return MIXP_ERR_OUT_OF_MEMORY;
+  } catch (const std::exception &e) {
+    set_last_error(MIXP_ERR_INTERNAL, str(fn, ": internal error: ", e.what()));
+    return MIXP_ERR_INTERNAL;
+  } catch (...) {
+    set_last_error(MIXP_ERR_INTERNAL, str(fn, ": internal error: unknown exception"));
+    return MIXP_ERR_INTERNAL;
+  }
+}
+
+// For functions that return a value instead of a status: returns `fallback`
+// (and sets the error) when the body throws.
+template <class T, class F>
+T guard_value(const char *fn, T fallback, F &&body) noexcept {
+  T result = fallback;
+  mixp_status st = guard(fn, [&] { result = body(); });
+  return st == MIXP_OK ? result : fallback;
+}
+
+// Fails with MIXP_ERR_INVALID_ARGUMENT when an out-pointer is NULL.
+template <class T>
+void check_out(T *out, const char *fn, const char *arg = "out") {
+  if (!out) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ", arg, " is NULL");
+}
+
+// Hands a tensor to the caller through an out-parameter.
+inline void give(mixp_tensor **out, TensorPtr t) noexcept { *out = t.release(); }
+
+// Borrows a C handle as a TensorPtr (adds a reference).
+inline TensorPtr share(const mixp_tensor *t) noexcept {
+  return TensorPtr::share(const_cast<mixp_tensor *>(t));
+}
+
+}  // namespace mixp

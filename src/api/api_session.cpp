@@ -1,0 +1,99 @@
+// Session shims.
+#include "api/api_common.hpp"
+
+using namespace mixp;
+
+extern "C" {
+
+void mixp_session_options_init(mixp_session_options *o) {
+  if (!o) return;
+  *o = mixp_session_options{};
+  o->struct_size = sizeof(mixp_session_options);
+  o->device = "cpu";
+  o->seed = 0;
+  o->num_threads = 0;
+}
+
+mixp_status mixp_session_create(const mixp_session_options *options, mixp_session **out) {
+  return guard("mixp_session_create", [&] {
+    check_out(out, "mixp_session_create");
+    mixp_session_options o;
+    mixp_session_options_init(&o);
+    if (options) {
+      // An older caller's smaller struct: take the fields it has, defaults for the rest.
+      if (options->struct_size < offsetof(mixp_session_options, num_threads) + sizeof(int) ||
+          options->struct_size > sizeof(mixp_session_options) * 4)
+        fail(MIXP_ERR_INVALID_ARGUMENT, "mixp_session_create: options->struct_size is ", options->struct_size,
+             "; fill options with mixp_session_options_init()");
+      o = *options;
+    }
+    SessionRef s = make_session(o);
+    *out = s.release();
+  });
+}
+
+void mixp_session_destroy(mixp_session *session) {
+  if (!session || session->magic != mixp_session::kMagic || session->closed) return;
+  session->closed = true;
+  RefTraits<mixp_session>::dec(session);
+}
+
+const char *mixp_session_device(const mixp_session *s) {
+  return (s && s->magic == mixp_session::kMagic) ? s->device.c_str() : "";
+}
+
+const char *mixp_session_device_note(const mixp_session *s) {
+  return (s && s->magic == mixp_session::kMagic) ? s->device_note.c_str() : "";
+}
+
+int mixp_session_num_threads(const mixp_session *s) {
+  return (s && s->magic == mixp_session::kMagic) ? s->num_threads : 0;
+}
+
+mixp_status mixp_session_set_seed(mixp_session *session, uint64_t seed) {
+  return guard("mixp_session_set_seed", [&] {
+    Session *s = check_session(session, "mixp_session_set_seed");
+    s->seed = seed;
+    s->rng_offset = 0;
+  });
+}
+
+mixp_status mixp_no_grad_begin(mixp_session *session) {
+  return guard("mixp_no_grad_begin", [&] {
+    check_session(session, "mixp_no_grad_begin")->grad_mode_stack.push_back(false);
+  });
+}
+
+mixp_status mixp_no_grad_end(mixp_session *session) {
+  return guard("mixp_no_grad_end", [&] {
+    Session *s = check_session(session, "mixp_no_grad_end");
+    if (s->grad_mode_stack.empty())
+      fail(MIXP_ERR_STATE, "mixp_no_grad_end: no no-grad region is open (unbalanced mixp_no_grad_begin/end)");
+    s->grad_mode_stack.pop_back();
+  });
+}
+
+int mixp_grad_enabled(const mixp_session *s) {
+  return (s && s->magic == mixp_session::kMagic && s->grad_enabled()) ? 1 : 0;
+}
+
+mixp_status mixp_memory_stats_get(const mixp_session *session, mixp_memory_stats *stats) {
+  return guard("mixp_memory_stats_get", [&] {
+    Session *s = check_session(session, "mixp_memory_stats_get");
+    check_out(stats, "mixp_memory_stats_get", "stats");
+    if (stats->struct_size < offsetof(mixp_memory_stats, peak_bytes) + sizeof(uint64_t))
+      fail(MIXP_ERR_INVALID_ARGUMENT, "mixp_memory_stats_get: stats->struct_size is ", stats->struct_size,
+           "; set it to sizeof(mixp_memory_stats)");
+    stats->current_bytes = s->mem_current.load();
+    stats->peak_bytes = s->mem_peak.load();
+  });
+}
+
+mixp_status mixp_memory_stats_reset_peak(mixp_session *session) {
+  return guard("mixp_memory_stats_reset_peak", [&] {
+    Session *s = check_session(session, "mixp_memory_stats_reset_peak");
+    s->mem_peak.store(s->mem_current.load());
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,86 @@
+// Shims of the view, copy and matrix-product operations.
+#include "api/api_common.hpp"
+#include "ops/ops.hpp"
+
+using namespace mixp;
+
+extern "C" {
+
+mixp_status mixp_reshape(const mixp_tensor *x, const int64_t *shape, int ndim, mixp_tensor **out) {
+  const char *fn = "mixp_reshape";
+  return guard(fn, [&] {
+    check_out(out, fn);
+    TensorPtr t = share(check_tensor(x, fn, "x"));
+    if (ndim < 0 || ndim > MIXP_MAX_DIMS)
+      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ndim must be in [0, ", MIXP_MAX_DIMS, "], got ", ndim);
+    if (ndim > 0 && !shape) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": shape is NULL");
+    give(out, reshape(t, Shape(shape, ndim)));
+  });
+}
+
+mixp_status mixp_transpose(const mixp_tensor *x, int dim0, int dim1, mixp_tensor **out) {
+  const char *fn = "mixp_transpose";
+  return guard(fn, [&] {
+    check_out(out, fn);
+    give(out, transpose(share(check_tensor(x, fn, "x")), dim0, dim1));
+  });
+}
+
+mixp_status mixp_permute(const mixp_tensor *x, const int *dims, int ndim, mixp_tensor **out) {
+  const char *fn = "mixp_permute";
+  return guard(fn, [&] {
+    check_out(out, fn);
+    TensorPtr t = share(check_tensor(x, fn, "x"));
+    if (ndim > 0 && !dims) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": dims is NULL");
+    give(out, permute(t, dims, ndim));
+  });
+}
+
+mixp_status mixp_slice(const mixp_tensor *x, int dim, int64_t start, int64_t end, int64_t step,
+                       mixp_tensor **out) {
+  const char *fn = "mixp_slice";
+  return guard(fn, [&] {
+    check_out(out, fn);
+    give(out, slice(share(check_tensor(x, fn, "x")), dim, start, end, step));
+  });
+}
+
+mixp_status mixp_contiguous(const mixp_tensor *x, mixp_tensor **out) {
+  const char *fn = "mixp_contiguous";
+  return guard(fn, [&] {
+    check_out(out, fn);
+    TensorPtr t = share(check_tensor(x, fn, "x"));
+    OpScope scope("contiguous", t->session.get());
+    give(out, contiguous(t));
+  });
+}
+
+mixp_status mixp_matmul(const mixp_tensor *a, const mixp_tensor *b, mixp_tensor **out) {
+  const char *fn = "mixp_matmul";
+  return guard(fn, [&] {
+    check_out(out, fn);
+    give(out, matmul(share(check_tensor(a, fn, "a")), share(check_tensor(b, fn, "b"))));
+  });
+}
+
+mixp_status mixp_bmm(const mixp_tensor *a, const mixp_tensor *b, mixp_tensor **out) {
+  const char *fn = "mixp_bmm";
+  return guard(fn, [&] {
+    check_out(out, fn);
+    give(out, bmm(share(check_tensor(a, fn, "a")), share(check_tensor(b, fn, "b"))));
+  });
+}
+
+mixp_status mixp_linear(const mixp_tensor *x, const mixp_tensor *weight, const mixp_tensor *bias,
+                        mixp_tensor **out) {
+  const char *fn = "mixp_linear";
+  return guard(fn, [&] {
+    check_out(out, fn);
+    TensorPtr xt = share(check_tensor(x, fn, "x"));
+    TensorPtr wt = share(check_tensor(weight, fn, "weight"));
+    TensorPtr bt = bias ? share(check_tensor(bias, fn, "bias")) : TensorPtr();
+    give(out, linear(xt, wt, bt));
+  });
+}
+
+}  // extern "C"

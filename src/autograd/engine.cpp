@@ -1,0 +1,191 @@
+// The backward pass: a topological walk over the nodes reachable from the
+// root, summing gradients per node output, then accumulating into leaves.
+// Leaf .grad fields are written only after every node ran, so a pass that
+// fails part-way leaves the leaves as they were.
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autograd/node.hpp"
+#include "core/error.hpp"
+#include "ops/ops.hpp"
+
+namespace mixp {
+
+bool should_record(const Session *s, std::initializer_list<const Tensor *> inputs) {
+  if (!s->grad_enabled()) return false;
+  for (const Tensor *t : inputs)
+    if (t && t->requires_grad) return true;
+  return false;
+}
+
+bool should_record(const Session *s, const std::vector<const Tensor *> &inputs) {
+  if (!s->grad_enabled()) return false;
+  for (const Tensor *t : inputs)
+    if (t && t->requires_grad) return true;
+  return false;
+}
+
+void record(const std::shared_ptr<Node> &node, const std::vector<const Tensor *> &inputs,
+            const std::vector<Tensor *> &outputs) {
+  node->next.clear();
+  node->input_dtypes.clear();
+  node->input_shapes.clear();
+  for (const Tensor *t : inputs) {
+    Edge e;
+    if (t && t->requires_grad) {
+      if (t->grad_fn) {
+        e.fn = t->grad_fn;
+        e.output_nr = t->output_nr;
+      } else {
+        e.leaf = TensorPtr::share(const_cast<Tensor *>(t));
+      }
+    }
+    node->next.push_back(std::move(e));
+    node->input_dtypes.push_back(t ? t->dtype : MIXP_F32);
+    node->input_shapes.push_back(t ? shape_of(*t) : Shape());
+  }
+  node->num_outputs = int(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i]->grad_fn = node;
+    outputs[i]->output_nr = int(i);
+    outputs[i]->requires_grad = true;
+  }
+}
+
+namespace {
+
+// Adds g into slot (summing when a gradient already arrived there).
+void accumulate(TensorPtr &slot, const TensorPtr &g) {
+  if (!g) return;
+  slot = slot ? add(slot, g) : g;
+}
+
+// Brings a gradient to the dtype and shape the receiving tensor expects.
+TensorPtr conform(TensorPtr g, DType dtype, const Shape &shape, const char *node_name) {
+  if (shape_of(*g) != shape)
+    fail(MIXP_ERR_INTERNAL, "mixp_backward: op '", node_name, "' produced a gradient of shape ",
+         shape_str(*g), " for an input of shape ", shape_str(shape));
+  if (g->dtype != dtype) g = cast(g, dtype);
+  return g;
+}
+
+}  // namespace
+
+void run_backward(Tensor &root, const Tensor *seed) {
+  const char *fn = "mixp_backward";
+  Session *s = root.session.get();
+  if (!root.requires_grad)
+    fail(MIXP_ERR_STATE, fn, ": loss does not require grad (no parameter that requires grad "
+         "contributed to it, or it was computed in a no-grad region)");
+  TensorPtr seed_grad;
+  {
+    NoGradGuard ng(s);
+    if (seed) {
+      if (seed->session.get() != s) fail(MIXP_ERR_DEVICE, fn, ": seed_grad belongs to another session");
+      if (shape_of(*seed) != shape_of(root))
+        fail(MIXP_ERR_SHAPE, fn, ": seed_grad has shape ", shape_str(*seed), " but loss has shape ",
+             shape_str(root));
+      if (!is_float(seed->dtype))
+        fail(MIXP_ERR_DTYPE, fn, ": seed_grad must be a float tensor, got ", dtype_name(seed->dtype));
+      seed_grad = cast(TensorPtr::share(const_cast<Tensor *>(seed)), root.dtype);
+      if (seed_grad.get() == seed) seed_grad = clone(seed_grad);
+    } else {
+      if (root.numel() != 1)
+        fail(MIXP_ERR_SHAPE, fn, ": loss has shape ", shape_str(root),
+             "; a non-scalar loss needs an explicit seed_grad");
+      seed_grad = full(s, root.dtype, shape_of(root), 1.0);
+    }
+  }
+
+  std::unordered_map<const Tensor *, TensorPtr> leaf_grads;
+  std::vector<TensorPtr> leaf_order;  // first-seen order, for deterministic accumulation
+  auto add_leaf = [&](const TensorPtr &leaf, const TensorPtr &g) {
+    auto it = leaf_grads.find(leaf.get());
+    if (it == leaf_grads.end()) {
+      leaf_grads.emplace(leaf.get(), g);
+      leaf_order.push_back(leaf);
+    } else {
+      accumulate(it->second, g);
+    }
+  };
+
+  std::vector<Node *> order;  // nodes in an order where each precedes its inputs' nodes
+  if (root.grad_fn) {
+    // Dependency counts: how many edges point at each node.
+    std::unordered_map<Node *, int> deps;
+    std::vector<Node *> stack{root.grad_fn.get()};
+    std::unordered_set<Node *> seen{root.grad_fn.get()};
+    while (!stack.empty()) {
+      Node *n = stack.back();
+      stack.pop_back();
+      if (n->released)
+        fail(MIXP_ERR_STATE, fn, ": the graph through op '", n->name,
+             "' was already freed by an earlier backward; recompute the forward pass before calling "
+             "backward again");
+      for (const Edge &e : n->next) {
+        if (!e.fn) continue;
+        ++deps[e.fn.get()];
+        if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+      }
+    }
+    // Kahn's algorithm from the root.
+    std::vector<Node *> ready{root.grad_fn.get()};
+    while (!ready.empty()) {
+      Node *n = ready.back();
+      ready.pop_back();
+      order.push_back(n);
+      for (const Edge &e : n->next)
+        if (e.fn && --deps[e.fn.get()] == 0) ready.push_back(e.fn.get());
+    }
+  }
+
+  {
+    NoGradGuard ng(s);
+    if (!root.grad_fn) {
+      add_leaf(TensorPtr::share(&root), seed_grad);
+    } else {
+      std::unordered_map<Node *, std::vector<TensorPtr>> pending;
+      pending[root.grad_fn.get()].resize(size_t(root.grad_fn->num_outputs));
+      pending[root.grad_fn.get()][size_t(root.output_nr)] = seed_grad;
+      for (Node *n : order) {
+        auto it = pending.find(n);
+        if (it == pending.end()) continue;  // no gradient reached it
+        std::vector<TensorPtr> gouts = std::move(it->second);
+        pending.erase(it);
+        std::vector<TensorPtr> gins = n->backward(gouts);
+        for (size_t i = 0; i < n->next.size(); ++i) {
+          const Edge &e = n->next[i];
+          if (!e.active() || i >= gins.size() || !gins[i]) continue;
+          TensorPtr g = conform(gins[i], n->input_dtypes[i], n->input_shapes[i], n->name);
+          if (e.fn) {
+            auto &slots = pending[e.fn.get()];
+            slots.resize(size_t(e.fn->num_outputs));
+            accumulate(slots[size_t(e.output_nr)], g);
+          } else {
+            add_leaf(e.leaf, g);
+          }
+        }
+      }
+    }
+    // All gradients computed: now (and only now) touch the leaves.
+    for (const TensorPtr &leaf : leaf_order) {
+      TensorPtr g = std::move(leaf_grads[leaf.get()]);
+      if (g->dtype != leaf->dtype) g = cast(g, leaf->dtype);
+      if (leaf->grad) {
+        leaf->grad = add(leaf->grad, g);
+      } else {
+        // Keep a fresh gradient as it is; copy one that may alias another
+        // tensor (a saved input, a view, the caller's seed).
+        const bool exclusive = g->refs.load() == 1 && g->storage.use_count() == 1 &&
+                               g->is_contiguous() && g->offset == 0;
+        leaf->grad = exclusive ? detach(*g) : clone(g);
+      }
+    }
+  }
+  for (Node *n : order) {
+    n->release_saved();
+    n->released = true;
+  }
+}
+
+}  // namespace mixp

@@ -1,0 +1,160 @@
+#include "core/dtype.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace mixp {
+
+size_t dtype_size(DType t) noexcept {
+  switch (t) {
+    case MIXP_F32: case MIXP_I32: return 4;
+    case MIXP_F16: case MIXP_BF16: return 2;
+    case MIXP_F64: case MIXP_I64: return 8;
+    case MIXP_U8: case MIXP_BOOL: return 1;
+  }
+  return 0;
+}
+
+const char *dtype_name(DType t) noexcept {
+  switch (t) {
+    case MIXP_F32: return "f32";
+    case MIXP_F16: return "f16";
+    case MIXP_BF16: return "bf16";
+    case MIXP_F64: return "f64";
+    case MIXP_I32: return "i32";
+    case MIXP_I64: return "i64";
+    case MIXP_U8: return "u8";
+    case MIXP_BOOL: return "bool";
+  }
+  return "unknown";
+}
+
+bool dtype_valid(int t) noexcept { return t >= MIXP_F32 && t <= MIXP_BOOL; }
+
+uint16_t f32_to_f16_bits(float f) noexcept {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = uint16_t((x >> 16) & 0x8000u);
+  x &= 0x7fffffffu;
+  if (x >= 0x7f800000u) {  // inf or NaN; NaN stays NaN (quiet), top payload kept
+    if (x > 0x7f800000u) return uint16_t(sign | 0x7e00u | ((x >> 13) & 0x3ffu));
+    return uint16_t(sign | 0x7c00u);
+  }
+  if (x >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // >= 65520 rounds to inf
+  if (x < 0x38800000u) {  // below 2^-14: half subnormal (or zero)
+    if (x < 0x33000000u) return sign;  // below 2^-25: rounds to zero
+    const uint32_t e = x >> 23;
+    const uint32_t m = (x & 0x7fffffu) | 0x800000u;
+    const uint32_t shift = 126u - e;  // 14..24
+    uint32_t q = m >> shift;
+    const uint32_t rem = m & ((1u << shift) - 1u);
+    const uint32_t half = 1u << (shift - 1u);
+    if (rem > half || (rem == half && (q & 1u))) ++q;
+    return uint16_t(sign | q);
+  }
+  uint32_t h = ((x >> 23) - 112u) << 10 | ((x >> 13) & 0x3ffu);
+  const uint32_t rem = x & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // a carry bumps the exponent
+  return uint16_t(sign | h);
+}
+
+float f16_bits_to_f32(uint16_t h) noexcept {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t e = (h >> 10) & 0x1fu;
+  const uint32_t m = h & 0x3ffu;
+  uint32_t u;
+  if (e == 0) {
+    float f = float(m) * 5.9604644775390625e-8f;  // m * 2^-24, exact
+    std::memcpy(&u, &f, 4);
+    u |= sign;
+  } else if (e == 31) {
+    u = sign | 0x7f800000u | (m << 13);
+  } else {
+    u = sign | ((e + 112u) << 23) | (m << 13);
+  }
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+namespace {
+// Rounds |d| to a binary format with `mant` stored mantissa bits and
+// exponent bias `bias` (max biased exponent 2*bias+1 is inf/NaN), once,
+// to nearest even. Returns the magnitude bits.
+uint16_t round_magnitude(double a, int mant, int bias) noexcept {
+  const int min_exp = 1 - bias;  // exponent of the smallest normal
+  if (a < std::ldexp(1.0, min_exp)) {
+    // Subnormal: a multiple of 2^(min_exp - mant). Scaling by a power of two
+    // is exact, and nearbyint rounds to nearest even in the default mode.
+    return uint16_t(std::nearbyint(std::ldexp(a, mant - min_exp)));
+  }
+  int ex;
+  std::frexp(a, &ex);
+  int e = ex - 1;  // a in [2^e, 2^(e+1))
+  double q = std::nearbyint(std::ldexp(a, mant - e));
+  if (q == std::ldexp(1.0, mant + 1)) {
+    ++e;
+    q = std::ldexp(1.0, mant);
+  }
+  const int biased = e + bias;
+  if (biased >= 2 * bias + 1) return uint16_t(((2 * bias + 1) << mant));  // overflow: inf
+  return uint16_t((biased << mant) | (uint32_t(q) - (1u << mant)));
+}
+}  // namespace
+
+uint16_t f64_to_f16_bits(double d) noexcept {
+  const uint16_t sign = std::signbit(d) ? 0x8000u : 0;
+  if (std::isnan(d)) return uint16_t(sign | 0x7e00u);
+  const double a = std::fabs(d);
+  if (std::isinf(a)) return uint16_t(sign | 0x7c00u);
+  return uint16_t(sign | round_magnitude(a, 10, 15));
+}
+
+uint16_t f64_to_bf16_bits(double d) noexcept {
+  const uint16_t sign = std::signbit(d) ? 0x8000u : 0;
+  if (std::isnan(d)) return uint16_t(sign | 0x7fc0u);
+  const double a = std::fabs(d);
+  if (std::isinf(a)) return uint16_t(sign | 0x7f80u);
+  return uint16_t(sign | round_magnitude(a, 7, 127));
+}
+
+double element_to_double(const void *p, DType t) noexcept {
+  switch (t) {
+    case MIXP_F32: { float v; std::memcpy(&v, p, 4); return v; }
+    case MIXP_F64: { double v; std::memcpy(&v, p, 8); return v; }
+    case MIXP_F16: { uint16_t v; std::memcpy(&v, p, 2); return f16_bits_to_f32(v); }
+    case MIXP_BF16: { uint16_t v; std::memcpy(&v, p, 2); return bf16_bits_to_f32(v); }
+    case MIXP_I32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case MIXP_I64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
+    case MIXP_U8: return *static_cast<const uint8_t *>(p);
+    case MIXP_BOOL: return *static_cast<const uint8_t *>(p) ? 1.0 : 0.0;
+  }
+  return 0.0;
+}
+
+namespace {
+// Truncates toward zero and saturates, so an out-of-range value is never UB.
+template <class I>
+I to_int(double v) noexcept {
+  if (std::isnan(v)) return 0;
+  v = std::trunc(v);
+  if (v <= double(std::numeric_limits<I>::min())) return std::numeric_limits<I>::min();
+  if (v >= double(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
+  return I(v);
+}
+}  // namespace
+
+void double_to_element(double v, void *p, DType t) noexcept {
+  switch (t) {
+    case MIXP_F32: { float f = float(v); std::memcpy(p, &f, 4); return; }
+    case MIXP_F64: std::memcpy(p, &v, 8); return;
+    case MIXP_F16: { uint16_t h = f64_to_f16_bits(v); std::memcpy(p, &h, 2); return; }
+    case MIXP_BF16: { uint16_t h = f64_to_bf16_bits(v); std::memcpy(p, &h, 2); return; }
+    case MIXP_I32: { int32_t i = to_int<int32_t>(v); std::memcpy(p, &i, 4); return; }
+    case MIXP_I64: { int64_t i = to_int<int64_t>(v); std::memcpy(p, &i, 8); return; }
+    case MIXP_U8: *static_cast<uint8_t *>(p) = to_int<uint8_t>(v); return;
+    case MIXP_BOOL: *static_cast<uint8_t *>(p) = (v != 0.0) ? 1 : 0; return;
+  }
+}
+
+}  // namespace mixp

@@ -1,0 +1,82 @@
+#include "core/session.hpp"
+
+#include <omp.h>
+
+#include <cctype>
+#include <cstdlib>
+
+#include "backend/cpu/cpu_backend.hpp"
+#include "core/error.hpp"
+
+mixp_session::~mixp_session() { magic = 0; }
+
+void mixp_session::note_alloc(uint64_t n) noexcept {
+  uint64_t now = mem_current.fetch_add(n, std::memory_order_relaxed) + n;
+  uint64_t peak = mem_peak.load(std::memory_order_relaxed);
+  while (now > peak && !mem_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+namespace mixp {
+
+Session *check_session(const mixp_session *s, const char *fn, const char *arg) {
+  if (!s) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ", arg, " is NULL");
+  if (s->magic != mixp_session::kMagic)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ", arg, " is not a valid mixp_session (destroyed?)");
+  if (s->closed)
+    fail(MIXP_ERR_STATE, fn, ": ", arg, " was destroyed; its tensors can only be read and released");
+  return const_cast<Session *>(s);
+}
+
+void apply_threads(const Session *s) noexcept {
+  if (omp_get_max_threads() != s->num_threads) omp_set_num_threads(s->num_threads);
+}
+
+namespace {
+
+// Parses "cuda" / "cuda:N"; returns false when `dev` is not of that form.
+bool parse_cuda(const std::string &dev, int *index) {
+  if (dev == "cuda") {
+    *index = 0;
+    return true;
+  }
+  if (dev.rfind("cuda:", 0) != 0 || dev.size() == 5 || dev.size() > 9) return false;
+  int v = 0;
+  for (size_t i = 5; i < dev.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(dev[i]))) return false;
+    v = v * 10 + (dev[i] - '0');
+  }
+  *index = v;
+  return true;
+}
+
+}  // namespace
+
+SessionRef make_session(const mixp_session_options &o) {
+  const char *fn = "mixp_session_create";
+  if (o.num_threads < 0)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": num_threads must be >= 0 (0 = all cores), got ", o.num_threads);
+  std::string dev = o.device ? o.device : "cpu";
+  int cuda_index = -1;
+  std::string note;
+  if (dev == "cpu") {
+  } else if (dev == "auto") {
+    note = "device 'auto': this build of libmixp has no CUDA backend, using cpu";
+  } else if (parse_cuda(dev, &cuda_index)) {
+    fail(MIXP_ERR_DEVICE, fn, ": device '", dev,
+         "' is unavailable: this build of libmixp has no CUDA backend (libmixp_cuda.so); use \"cpu\" or \"auto\"");
+  } else {
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": unknown device '", dev,
+         "' (expected \"cpu\", \"cuda\", \"cuda:N\" or \"auto\")");
+  }
+
+  SessionRef s = SessionRef::adopt(new mixp_session());
+  s->device = "cpu";
+  s->device_note = note;
+  s->seed = o.seed;
+  s->num_threads = o.num_threads > 0 ? o.num_threads : omp_get_num_procs();
+  s->backend = std::make_unique<CpuBackend>();
+  return s;
+}
+
+}  // namespace mixp

@@ -1,0 +1,75 @@
+// The session: device, RNG stream, threads, grad mode, memory statistics.
+// mixp_session is reference-counted: tensors keep their session alive, so a
+// host that destroys the session before its tensors (garbage collectors do)
+// stays safe; a destroyed session only refuses new work.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/refcount.hpp"
+#include "mixp/mixp.h"
+
+namespace mixp {
+class Backend;
+}
+
+struct mixp_session {
+  static constexpr uint32_t kMagic = 0x53455353u;  // "SESS"
+  uint32_t magic = kMagic;
+  std::atomic<int> refs{1};
+  bool closed = false;  // mixp_session_destroy() was called
+
+  std::string device = "cpu";
+  std::string device_note;
+  int num_threads = 1;
+  uint64_t seed = 0;
+  uint64_t rng_offset = 0;  // Philox counter; advanced by every random draw
+
+  std::vector<bool> grad_mode_stack;  // pushed by no_grad regions
+  bool grad_enabled() const noexcept { return grad_mode_stack.empty() || grad_mode_stack.back(); }
+
+  std::unique_ptr<mixp::Backend> backend;
+
+  std::atomic<uint64_t> mem_current{0};
+  std::atomic<uint64_t> mem_peak{0};
+
+  ~mixp_session();
+
+  // Reserves n counters of the Philox stream and returns the first.
+  uint64_t take_rng(uint64_t n) noexcept {
+    uint64_t o = rng_offset;
+    rng_offset += n;
+    return o;
+  }
+  void note_alloc(uint64_t n) noexcept;
+  void note_free(uint64_t n) noexcept { mem_current.fetch_sub(n, std::memory_order_relaxed); }
+};
+
+namespace mixp {
+
+using Session = mixp_session;
+
+template <>
+struct RefTraits<mixp_session> {
+  static void inc(mixp_session *s) noexcept { s->refs.fetch_add(1, std::memory_order_relaxed); }
+  static void dec(mixp_session *s) noexcept {
+    if (s->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete s;
+  }
+};
+using SessionRef = Ref<mixp_session>;
+
+// Validates a session handle from the C API: non-NULL, live magic, not
+// closed. `fn` and `arg` name the caller and the argument in the message.
+Session *check_session(const mixp_session *s, const char *fn, const char *arg = "session");
+
+// Sets the calling thread's OpenMP thread count to the session's; called at
+// the start of every operation (it is a per-thread setting in OpenMP).
+void apply_threads(const Session *s) noexcept;
+
+// Creates a session (used by mixp_session_create).
+SessionRef make_session(const mixp_session_options &opts);
+
+}  // namespace mixp

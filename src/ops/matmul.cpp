@@ -1,0 +1,232 @@
+// matmul, bmm and linear. Operands are handed to the backend GEMM with their
+// strides, so transposed views (the backward pass is full of them) cost no
+// copy; only layouts a GEMM cannot address are made contiguous first.
+#include "autograd/node.hpp"
+#include "core/error.hpp"
+#include "ops/ops.hpp"
+
+namespace mixp {
+
+namespace {
+
+// Whether the matrix part of t (last two dims) has a unit stride on one side
+// and the leading dims fold into one batch stride.
+bool gemm_addressable(const Tensor &t) {
+  const int nd = t.ndim;
+  const int64_t rs = t.strides[nd - 2], cs = t.strides[nd - 1];
+  const bool unit = (cs == 1 || t.shape[nd - 1] == 1) || (rs == 1 || t.shape[nd - 2] == 1);
+  if (!unit) return false;
+  for (int i = 0; i + 1 < nd - 2; ++i)
+    if (t.shape[i] != 1 && t.strides[i] != t.strides[i + 1] * t.shape[i + 1]) return false;
+  return true;
+}
+
+// Row/column strides that a GEMM accepts: a size-1 side gets a unit stride.
+void matrix_strides(const Tensor &t, int64_t *rs, int64_t *cs) {
+  const int nd = t.ndim;
+  *rs = t.strides[nd - 2];
+  *cs = t.strides[nd - 1];
+  if (t.shape[nd - 1] == 1) *cs = 1;
+  else if (t.shape[nd - 2] == 1 && *cs != 1) *rs = 1;
+  if (*cs != 1 && *rs != 1) *cs = 1;  // unreachable for addressable tensors
+}
+
+// out[..., M, N] = a[..., M, K] x b[..., K, N] (+ beta * out). The batch dims
+// of a and b are either equal to out's or absent (broadcast).
+void gemm_into(const Tensor &a, const Tensor &b, Tensor &out, float beta) {
+  GemmArgs g;
+  g.dtype = out.dtype;
+  const int on = out.ndim;
+  g.m = out.shape[on - 2];
+  g.n = out.shape[on - 1];
+  g.k = a.shape[a.ndim - 1];
+  g.batch = 1;
+  for (int i = 0; i < on - 2; ++i) g.batch *= out.shape[i];
+  g.a = a.data();
+  g.b = b.data();
+  g.c = out.data();
+  matrix_strides(a, &g.a_rs, &g.a_cs);
+  matrix_strides(b, &g.b_rs, &g.b_cs);
+  g.a_batch = a.ndim > 2 ? a.strides[a.ndim - 3] : 0;
+  g.b_batch = b.ndim > 2 ? b.strides[b.ndim - 3] : 0;
+  if (a.ndim > 2 && a.numel() / (g.m * g.k > 0 ? g.m * g.k : 1) == 1) g.a_batch = 0;
+  if (b.ndim > 2 && b.numel() / (g.k * g.n > 0 ? g.k * g.n : 1) == 1) g.b_batch = 0;
+  g.c_rs = out.strides[on - 2];
+  g.c_batch = on > 2 ? out.strides[on - 3] : 0;
+  g.beta = beta;
+  backend_of(out).gemm(g);
+}
+
+TensorPtr addressable(const TensorPtr &t) { return gemm_addressable(*t) ? t : clone(t); }
+
+struct MatmulNode : Node {
+  TensorPtr a, b;  // detached
+  std::vector<TensorPtr> backward(std::vector<TensorPtr> &g) override {
+    std::vector<TensorPtr> r(2);
+    if (needs_grad(0)) r[0] = sum_to(matmul(g[0], transpose(b, -1, -2)), input_shapes[0]);
+    if (needs_grad(1)) r[1] = sum_to(matmul(transpose(a, -1, -2), g[0]), input_shapes[1]);
+    return r;
+  }
+  void release_saved() override {
+    a.reset();
+    b.reset();
+  }
+};
+
+struct LinearNode : Node {
+  TensorPtr x, w;  // detached; x is [N, in]
+  std::vector<TensorPtr> backward(std::vector<TensorPtr> &g) override {
+    std::vector<TensorPtr> r(3);
+    if (needs_grad(0)) r[0] = matmul(g[0], w);                     // [N,out] x [out,in]
+    if (needs_grad(1)) r[1] = matmul(transpose(g[0], 0, 1), x);    // [out,N] x [N,in]
+    if (needs_grad(2)) r[2] = sum(g[0], {0}, false);
+    return r;
+  }
+  void release_saved() override {
+    x.reset();
+    w.reset();
+  }
+};
+
+// The 2+-D product with broadcast batch dims; a and b have ndim >= 2.
+TensorPtr matmul_nd(const char *fn, const TensorPtr &a_in, const TensorPtr &b_in) {
+  Session *s = a_in->session.get();
+  const int an = a_in->ndim, bn = b_in->ndim;
+  if (a_in->shape[an - 1] != b_in->shape[bn - 2])
+    fail(MIXP_ERR_SHAPE, fn, ": inner dimensions differ: a is ", shape_str(*a_in), ", b is ", shape_str(*b_in));
+  Shape ab(a_in->shape, an - 2), bb(b_in->shape, bn - 2);
+  Shape batch = broadcast_shapes(fn, ab, bb);
+  Shape oshape = batch;
+  oshape.d[oshape.ndim++] = a_in->shape[an - 2];
+  oshape.d[oshape.ndim++] = b_in->shape[bn - 1];
+
+  // Bring each operand to either no batch dims or out's full batch dims.
+  auto prepare = [&](const TensorPtr &t, const Shape &tb, int64_t rows, int64_t cols) {
+    if (tb.numel() == 1 && batch.numel() >= 1) {
+      Shape m{rows, cols};
+      int64_t st[2] = {t->strides[t->ndim - 2], t->strides[t->ndim - 1]};
+      TensorPtr v = make_view(*t, m, st, t->offset);
+      return addressable(v);
+    }
+    Shape full_shape = batch;
+    full_shape.d[full_shape.ndim++] = rows;
+    full_shape.d[full_shape.ndim++] = cols;
+    TensorPtr v = tb == batch ? t : make_view(*t, full_shape, broadcast_view(*t, full_shape).strides, t->offset);
+    return addressable(v);
+  };
+  TensorPtr a = prepare(a_in, ab, a_in->shape[an - 2], a_in->shape[an - 1]);
+  TensorPtr b = prepare(b_in, bb, b_in->shape[bn - 2], b_in->shape[bn - 1]);
+  TensorPtr out = empty(s, a_in->dtype, oshape);
+  if (out->numel() > 0) gemm_into(*a, *b, *out, 0.0f);
+  if (should_record(s, {a_in.get(), b_in.get()})) {
+    auto node = std::make_shared<MatmulNode>();
+    node->name = fn + 5;  // skip "mixp_"
+    node->a = detach(*a_in);
+    node->b = detach(*b_in);
+    record(node, {a_in.get(), b_in.get()}, {out.get()});
+  }
+  return out;
+}
+
+void check_matmul_args(const char *fn, const Tensor &a, const Tensor &b) {
+  same_session(fn, {&a, &b});
+  require_float(fn, "a", a);
+  require_float(fn, "b", b);
+  require_same_dtype(fn, "a", a, "b", b);
+}
+
+}  // namespace
+
+TensorPtr matmul(const TensorPtr &a, const TensorPtr &b) {
+  const char *fn = "mixp_matmul";
+  check_matmul_args(fn, *a, *b);
+  OpScope scope("matmul", a->session.get());
+  if (a->ndim == 0 || b->ndim == 0)
+    fail(MIXP_ERR_SHAPE, fn, ": operands must have at least one dimension: a is ", shape_str(*a), ", b is ",
+         shape_str(*b));
+  // numpy semantics for vectors: promote, multiply, drop the added dim.
+  TensorPtr a2 = a, b2 = b;
+  if (a->ndim == 1) a2 = reshape(a, Shape{1, a->shape[0]});
+  if (b->ndim == 1) b2 = reshape(b, Shape{b->shape[0], 1});
+  if (a2->shape[a2->ndim - 1] != b2->shape[b2->ndim - 2])
+    fail(MIXP_ERR_SHAPE, fn, ": inner dimensions differ: a is ", shape_str(*a), ", b is ", shape_str(*b));
+  TensorPtr out = matmul_nd(fn, a2, b2);
+  if (a->ndim == 1 || b->ndim == 1) {
+    Shape s = shape_of(*out);
+    Shape r;
+    for (int i = 0; i < s.ndim; ++i) {
+      if (a->ndim == 1 && i == s.ndim - 2) continue;
+      if (b->ndim == 1 && i == s.ndim - 1) continue;
+      r.d[r.ndim++] = s.d[i];
+    }
+    out = reshape(out, r);
+  }
+  return out;
+}
+
+TensorPtr bmm(const TensorPtr &a, const TensorPtr &b) {
+  const char *fn = "mixp_bmm";
+  check_matmul_args(fn, *a, *b);
+  OpScope scope("bmm", a->session.get());
+  if (a->ndim != 3 || b->ndim != 3)
+    fail(MIXP_ERR_SHAPE, fn, ": a and b must be 3-D [B,M,K] and [B,K,N]: a is ", shape_str(*a), ", b is ",
+         shape_str(*b));
+  if (a->shape[0] != b->shape[0])
+    fail(MIXP_ERR_SHAPE, fn, ": batch sizes differ: a is ", shape_str(*a), ", b is ", shape_str(*b));
+  return matmul_nd(fn, a, b);
+}
+
+TensorPtr linear(const TensorPtr &x, const TensorPtr &w, const TensorPtr &bias) {
+  const char *fn = "mixp_linear";
+  same_session(fn, {x.get(), w.get(), bias.get()});
+  require_float(fn, "x", *x);
+  require_float(fn, "weight", *w);
+  require_same_dtype(fn, "x", *x, "weight", *w);
+  if (bias) require_same_dtype(fn, "x", *x, "bias", *bias);
+  OpScope scope("linear", x->session.get());
+  if (w->ndim != 2) fail(MIXP_ERR_SHAPE, fn, ": weight must be 2-D [out, in], got ", shape_str(*w));
+  if (x->ndim < 1) fail(MIXP_ERR_SHAPE, fn, ": x must have at least one dimension, got ", shape_str(*x));
+  const int64_t in = w->shape[1], outf = w->shape[0];
+  if (x->shape[x->ndim - 1] != in)
+    fail(MIXP_ERR_SHAPE, fn, ": x has ", x->shape[x->ndim - 1], " features but weight expects ", in,
+         ": x is ", shape_str(*x), ", weight is ", shape_str(*w));
+  if (bias && (bias->ndim != 1 || bias->shape[0] != outf))
+    fail(MIXP_ERR_SHAPE, fn, ": bias must be [", outf, "], got ", shape_str(*bias));
+  if (x->ndim != 2) {
+    // Fold leading dims into rows: [..., in] -> [N, in] -> [..., out].
+    TensorPtr x2 = reshape(x, Shape{-1, in});
+    TensorPtr y2 = linear(x2, w, bias);
+    Shape os = shape_of(*x);
+    os.d[os.ndim - 1] = outf;
+    return reshape(y2, os);
+  }
+  Session *s = x->session.get();
+  TensorPtr xa = addressable(x), wa = addressable(w);
+  TensorPtr out = empty(s, x->dtype, Shape{x->shape[0], outf});
+  if (out->numel() > 0) {
+    float beta = 0.0f;
+    if (bias) {
+      // Seed the output with the bias rows and let the GEMM accumulate onto
+      // them: the bias add costs no separate pass over the output.
+      backend_of(*out).copy(broadcast_view(*bias, shape_of(*out)), view_of(*out));
+      beta = 1.0f;
+    }
+    TensorPtr wt;
+    {
+      // The transposed view is internal plumbing, never part of the graph.
+      NoGradGuard ng(s);
+      wt = transpose(wa, 0, 1);
+    }
+    gemm_into(*xa, *wt, *out, beta);
+  }
+  if (should_record(s, {x.get(), w.get(), bias.get()})) {
+    auto node = std::make_shared<LinearNode>();
+    node->name = "linear";
+    node->x = detach(*x);
+    node->w = detach(*w);
+    record(node, {x.get(), w.get(), bias.get()}, {out.get()});
+  }
+  return out;
+}
+
+}  // namespace mixp

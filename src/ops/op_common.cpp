@@ -1,0 +1,75 @@
+#include "autograd/node.hpp"
+#include "core/error.hpp"
+#include "ops/ops.hpp"
+
+namespace mixp {
+
+OpScope::OpScope(const char *name, Session *s) : name_(name), s_(s) {
+  if (s->closed)
+    fail(MIXP_ERR_STATE, "mixp_", name, ": the tensors' session was destroyed; its tensors can only be read and released");
+  apply_threads(s);
+}
+
+Backend &backend_of(const Tensor &t) noexcept { return *t.session->backend; }
+
+Session *same_session(const char *fn, std::initializer_list<const Tensor *> ts) {
+  Session *s = nullptr;
+  for (const Tensor *t : ts) {
+    if (!t) continue;
+    if (!s) s = t->session.get();
+    else if (t->session.get() != s)
+      fail(MIXP_ERR_DEVICE, fn, ": tensors belong to different sessions (", s->device, " and ",
+           t->session->device, ")");
+  }
+  return s;
+}
+
+void require_float(const char *fn, const char *arg, const Tensor &t) {
+  if (!is_float(t.dtype))
+    fail(MIXP_ERR_DTYPE, fn, ": ", arg, " must be a float tensor (f32, f64, f16, bf16), got ",
+         dtype_name(t.dtype));
+}
+
+void require_same_dtype(const char *fn, const char *an, const Tensor &a, const char *bn, const Tensor &b) {
+  if (a.dtype != b.dtype)
+    fail(MIXP_ERR_DTYPE, fn, ": dtypes differ: ", an, " is ", dtype_name(a.dtype), ", ", bn, " is ",
+         dtype_name(b.dtype), " (cast one with mixp_cast)");
+}
+
+Shape broadcast_shapes(const char *fn, const Shape &a, const Shape &b) {
+  Shape out;
+  out.ndim = std::max(a.ndim, b.ndim);
+  for (int i = 0; i < out.ndim; ++i) {
+    const int ia = a.ndim - out.ndim + i, ib = b.ndim - out.ndim + i;
+    const int64_t da = ia >= 0 ? a.d[ia] : 1, db = ib >= 0 ? b.d[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      fail(MIXP_ERR_SHAPE, fn, ": shapes do not broadcast: a is ", shape_str(a), ", b is ", shape_str(b));
+    out.d[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+View broadcast_view(const Tensor &t, const Shape &shape) {
+  View v = view_of(t);
+  v.ndim = shape.ndim;
+  for (int i = 0; i < shape.ndim; ++i) {
+    const int it = t.ndim - shape.ndim + i;
+    v.shape[i] = shape.d[i];
+    v.strides[i] = (it >= 0 && t.shape[it] == shape.d[i]) ? t.strides[it] : 0;
+  }
+  return v;
+}
+
+TensorPtr sum_to(const TensorPtr &g, const Shape &shape) {
+  if (shape_of(*g) == shape) return g;
+  std::vector<int> dims;
+  const int lead = g->ndim - shape.ndim;
+  for (int i = 0; i < g->ndim; ++i) {
+    if (i < lead) dims.push_back(i);
+    else if (shape.d[i - lead] == 1 && g->shape[i] != 1) dims.push_back(i);
+  }
+  TensorPtr r = dims.empty() ? g : sum(g, dims, true);
+  return reshape(r, shape);
+}
+
+}  // namespace mixp
