@@ -781,7 +781,9 @@ MIXP_API void mixp_optimizer_options_init(mixp_optimizer_options *options,
  * @param[out] out   Receives the optimizer (owned: mixp_optimizer_destroy()).
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for bad hyper-parameters (named
  *         in the message), NULL or duplicate parameters; MIXP_ERR_STATE for a
- *         parameter that does not require grad or is not a leaf.
+ *         parameter that does not require grad or is not a leaf;
+ *         MIXP_ERR_DTYPE for a non-float parameter; MIXP_ERR_DEVICE for a
+ *         parameter of another session.
  */
 MIXP_API mixp_status mixp_optimizer_create(mixp_session *session,
                                            mixp_tensor *const *params, int n,

@@ -103,11 +103,13 @@ class Backend {
   virtual void softmax_backward(const View &y, const View &gy, int64_t outer, int64_t n,
                                 int64_t inner, bool log, const View &gx) = 0;
   // Per-row cross-entropy of contiguous logits [n, c] against I64 targets:
-  // losses (F32 [n]) gets -log softmax(logits)[target], 0 where ignored.
+  // losses ([n]; F64 for F64 logits, else F32) gets -log softmax(logits)[target],
+  // 0 where ignored.
   virtual void cross_entropy(const View &logits, const View &target, int64_t n, int64_t c,
                              int64_t ignore_index, const View &losses) = 0;
   // glogits[i, :] = row_scale[i] * (softmax(logits[i]) - onehot(target[i])),
-  // 0 for ignored rows; row_scale F32 [n] (the incoming per-row gradient).
+  // 0 for ignored rows; row_scale [n] (the incoming per-row gradient, same
+  // dtype as the losses buffer).
   virtual void cross_entropy_backward(const View &logits, const View &target, int64_t n,
                                       int64_t c, int64_t ignore_index, const View &row_scale,
                                       const View &glogits) = 0;

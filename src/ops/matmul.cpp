@@ -1,6 +1,8 @@
 // matmul, bmm and linear. Operands are handed to the backend GEMM with their
 // strides, so transposed views (the backward pass is full of them) cost no
 // copy; only layouts a GEMM cannot address are made contiguous first.
+#include <algorithm>
+
 #include "autograd/node.hpp"
 #include "core/error.hpp"
 #include "ops/ops.hpp"
@@ -95,6 +97,12 @@ TensorPtr matmul_nd(const char *fn, const TensorPtr &a_in, const TensorPtr &b_in
   if (a_in->shape[an - 1] != b_in->shape[bn - 2])
     fail(MIXP_ERR_SHAPE, fn, ": inner dimensions differ: a is ", shape_str(*a_in), ", b is ", shape_str(*b_in));
   Shape ab(a_in->shape, an - 2), bb(b_in->shape, bn - 2);
+  for (int i = 1; i <= std::min(ab.ndim, bb.ndim); ++i) {
+    const int64_t x = ab.d[ab.ndim - i], y = bb.d[bb.ndim - i];
+    if (x != y && x != 1 && y != 1)
+      fail(MIXP_ERR_SHAPE, fn, ": batch dimensions do not broadcast: a is ", shape_str(*a_in), ", b is ",
+           shape_str(*b_in));
+  }
   Shape batch = broadcast_shapes(fn, ab, bb);
   Shape oshape = batch;
   oshape.d[oshape.ndim++] = a_in->shape[an - 2];

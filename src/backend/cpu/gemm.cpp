@@ -25,6 +25,7 @@ struct CpuBackend::Dnnl {
     dnnl::memory::desc a, b, c;
   };
   std::map<Key, Entry> cache;
+  bool bf16_unavailable = false;  // learnt once: this CPU has no bf16 matmul
 };
 
 CpuBackend::CpuBackend() : dnnl_(std::make_unique<Dnnl>()) {}
@@ -57,15 +58,38 @@ void gemm_f64(const GemmArgs &g) {
 }
 
 // Copies a strided half matrix stack into a contiguous fp32 buffer.
-void widen_f16(const void *src, int64_t batch, int64_t rows, int64_t cols, int64_t sb, int64_t sr,
-               int64_t sc, std::vector<float> &out) {
+template <class H>
+void widen(const void *src, int64_t batch, int64_t rows, int64_t cols, int64_t sb, int64_t sr, int64_t sc,
+           std::vector<float> &out) {
   out.resize(size_t(batch * rows * cols));
-  const f16 *s = static_cast<const f16 *>(src);
+  const H *s = static_cast<const H *>(src);
 #pragma omp parallel for schedule(static) if (batch * rows * cols > 32768)
   for (int64_t r = 0; r < batch * rows; ++r) {
     const int64_t b = r / rows, i = r % rows;
-    for (int64_t j = 0; j < cols; ++j)
-      out[size_t(r * cols + j)] = load<f16>(s[b * sb + i * sr + j * sc]);
+    for (int64_t j = 0; j < cols; ++j) out[size_t(r * cols + j)] = load<H>(s[b * sb + i * sr + j * sc]);
+  }
+}
+
+// A half-precision product computed as fp32 and rounded once: for F16 (no
+// oneDNN 2.6 f16 matmul) and for BF16 on CPUs without a bf16 unit.
+template <class H>
+void gemm_widened(CpuBackend &be, const GemmArgs &g) {
+  std::vector<float> a32, b32, c32;
+  widen<H>(g.a, g.a_batch ? g.batch : 1, g.m, g.k, g.a_batch, g.a_rs, g.a_cs, a32);
+  widen<H>(g.b, g.b_batch ? g.batch : 1, g.k, g.n, g.b_batch, g.b_rs, g.b_cs, b32);
+  if (g.beta != 0.0f) widen<H>(g.c, g.batch, g.m, g.n, g.c_batch, g.c_rs, 1, c32);
+  else c32.resize(size_t(g.batch * g.m * g.n));
+  GemmArgs w = g;
+  w.dtype = MIXP_F32;
+  w.a = a32.data(); w.a_batch = g.a_batch ? g.m * g.k : 0; w.a_rs = g.k; w.a_cs = 1;
+  w.b = b32.data(); w.b_batch = g.b_batch ? g.k * g.n : 0; w.b_rs = g.n; w.b_cs = 1;
+  w.c = c32.data(); w.c_batch = g.m * g.n; w.c_rs = g.n;
+  be.gemm(w);
+  H *c = static_cast<H *>(g.c);
+#pragma omp parallel for schedule(static) if (g.batch * g.m * g.n > 32768)
+  for (int64_t r = 0; r < g.batch * g.m; ++r) {
+    const int64_t b = r / g.m, i = r % g.m;
+    for (int64_t j = 0; j < g.n; ++j) c[b * g.c_batch + i * g.c_rs + j] = store<H>(c32[size_t(r * g.n + j)]);
   }
 }
 
@@ -90,27 +114,16 @@ void CpuBackend::gemm(const GemmArgs &g) {
     return;
   }
   if (g.dtype == MIXP_F16) {
-    std::vector<float> a32, b32, c32;
-    widen_f16(g.a, g.a_batch ? g.batch : 1, g.m, g.k, g.a_batch, g.a_rs, g.a_cs, a32);
-    widen_f16(g.b, g.b_batch ? g.batch : 1, g.k, g.n, g.b_batch, g.b_rs, g.b_cs, b32);
-    if (g.beta != 0.0f) widen_f16(g.c, g.batch, g.m, g.n, g.c_batch, g.c_rs, 1, c32);
-    else c32.resize(size_t(g.batch * g.m * g.n));
-    GemmArgs w = g;
-    w.dtype = MIXP_F32;
-    w.a = a32.data(); w.a_batch = g.a_batch ? g.m * g.k : 0; w.a_rs = g.k; w.a_cs = 1;
-    w.b = b32.data(); w.b_batch = g.b_batch ? g.k * g.n : 0; w.b_rs = g.n; w.b_cs = 1;
-    w.c = c32.data(); w.c_batch = g.m * g.n; w.c_rs = g.n;
-    gemm(w);
-    f16 *c = static_cast<f16 *>(g.c);
-    for (int64_t b = 0; b < g.batch; ++b)
-      for (int64_t i = 0; i < g.m; ++i)
-        for (int64_t j = 0; j < g.n; ++j)
-          c[b * g.c_batch + i * g.c_rs + j] = store<f16>(c32[size_t((b * g.m + i) * g.n + j)]);
+    gemm_widened<f16>(*this, g);
     return;
   }
   if (g.dtype != MIXP_F32 && g.dtype != MIXP_BF16)
     fail(MIXP_ERR_DTYPE, "gemm: unsupported dtype ", dtype_name(g.dtype));
 
+  if (g.dtype == MIXP_BF16 && dnnl_->bf16_unavailable) {
+    gemm_widened<bf16>(*this, g);
+    return;
+  }
   const dt t = g.dtype == MIXP_F32 ? dt::f32 : dt::bf16;
   const int64_t ab = g.a_batch ? g.batch : 1, bb = g.b_batch ? g.batch : 1;
   Dnnl::Key key = {int64_t(g.dtype), g.batch, g.m, g.n, g.k, g.a_batch, g.a_rs, g.a_cs,
@@ -131,7 +144,17 @@ void CpuBackend::gemm(const GemmArgs &g) {
         attr.set_post_ops(po);
       }
       dnnl::matmul::desc d(a_md, b_md, c_md);
-      dnnl::matmul::primitive_desc pd(d, attr, dnnl_->engine);
+      dnnl::matmul::primitive_desc pd;
+      try {
+        pd = dnnl::matmul::primitive_desc(d, attr, dnnl_->engine);
+      } catch (const dnnl::error &) {
+        // No bf16 matmul on this CPU (no AVX512-BF16/AMX, or under an
+        // emulator that hides them): same math in fp32, rounded once.
+        if (g.dtype != MIXP_BF16) throw;
+        dnnl_->bf16_unavailable = true;
+        gemm_widened<bf16>(*this, g);
+        return;
+      }
       if (dnnl_->cache.size() > 512) dnnl_->cache.clear();
       it = dnnl_->cache.emplace(key, Dnnl::Entry{dnnl::matmul(pd), a_md, b_md, c_md}).first;
     }

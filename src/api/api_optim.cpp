@@ -1,0 +1,87 @@
+// C shims of the optim group: optimizers and learning-rate schedules.
+#include <cmath>
+
+#include "api/api_common.hpp"
+#include "optim/optimizer.hpp"
+
+using namespace mixp;
+
+namespace {
+
+const mixp_optimizer_options &check_options_ptr(const mixp_optimizer_options *o, const char *fn) {
+  if (!o) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options is NULL");
+  return *o;
+}
+
+}  // namespace
+
+extern "C" {
+
+void mixp_optimizer_options_init(mixp_optimizer_options *options, mixp_optimizer_kind kind) {
+  if (options) optim::default_options(*options, kind);
+}
+
+mixp_status mixp_optimizer_create(mixp_session *session, mixp_tensor *const *params, int n,
+                                  const mixp_optimizer_options *options, mixp_optimizer **out) {
+  static const char *fn = "mixp_optimizer_create";
+  return guard(fn, [&] {
+    Session *s = check_session(session, fn);
+    check_out(out, fn);
+    const mixp_optimizer_options &o = check_options_ptr(options, fn);
+    *out = make_optimizer(s, params, n, o, fn).release();
+  });
+}
+
+void mixp_optimizer_destroy(mixp_optimizer *optimizer) {
+  // A stale or foreign handle is left alone: there is no status to report it.
+  if (optimizer && optimizer->magic == Optimizer::kMagic) delete optimizer;
+}
+
+mixp_status mixp_optimizer_step(mixp_optimizer *optimizer) {
+  static const char *fn = "mixp_optimizer_step";
+  return guard(fn, [&] { check_optimizer(optimizer, fn)->step(fn); });
+}
+
+mixp_status mixp_optimizer_zero_grad(mixp_optimizer *optimizer) {
+  static const char *fn = "mixp_optimizer_zero_grad";
+  return guard(fn, [&] { check_optimizer(optimizer, fn)->zero_grad(); });
+}
+
+mixp_status mixp_optimizer_get_lr(const mixp_optimizer *optimizer, double *lr) {
+  static const char *fn = "mixp_optimizer_get_lr";
+  return guard(fn, [&] {
+    const Optimizer *o = check_optimizer(optimizer, fn);
+    check_out(lr, fn, "lr");
+    *lr = o->current_lr();
+  });
+}
+
+mixp_status mixp_optimizer_set_lr(mixp_optimizer *optimizer, double lr) {
+  static const char *fn = "mixp_optimizer_set_lr";
+  return guard(fn, [&] {
+    Optimizer *o = check_optimizer(optimizer, fn);
+    if (!std::isfinite(lr) || lr < 0.0)
+      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": lr must be finite and >= 0, got ", lr);
+    o->options.lr = lr;
+  });
+}
+
+int64_t mixp_optimizer_step_count(const mixp_optimizer *optimizer) {
+  static const char *fn = "mixp_optimizer_step_count";
+  return guard_value(fn, int64_t(-1),
+                     [&] { return check_optimizer(optimizer, fn)->step_count; });
+}
+
+mixp_status mixp_lr_schedule_value(const mixp_optimizer_options *options, int64_t step,
+                                   double *lr) {
+  static const char *fn = "mixp_lr_schedule_value";
+  return guard(fn, [&] {
+    const mixp_optimizer_options &o = check_options_ptr(options, fn);
+    optim::check_schedule_options(o, fn);
+    if (step < 0) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": step must be >= 0, got ", step);
+    check_out(lr, fn, "lr");
+    *lr = optim::schedule_lr(o, o.lr, step);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,356 @@
+// CPU reductions and row-wise kernels: sum_rows, max_dim, (log_)softmax and
+// its backward, softmax cross-entropy and its backward.
+//
+// Determinism: every result depends only on the data, never on the thread
+// count. Row sums are taken in fixed blocks whose partial sums are added in
+// block order, so splitting the work by rows or by blocks gives the same bits.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.hpp"
+#include "core/error.hpp"
+
+namespace mixp {
+namespace {
+
+// Rounds a double once into the storage type (no detour through fp32, which
+// could round twice for the half types).
+template <class T>
+inline T store_d(double v) noexcept {
+  if constexpr (std::is_same_v<T, f16>) {
+    return f16{f64_to_f16_bits(v)};
+  } else if constexpr (std::is_same_v<T, bf16>) {
+    return bf16{f64_to_bf16_bits(v)};
+  } else {
+    return T(v);
+  }
+}
+
+template <class A>
+inline bool is_nan_val(A v) noexcept {
+  if constexpr (std::is_floating_point_v<A>) {
+    return std::isnan(v);
+  } else {
+    (void)v;
+    return false;
+  }
+}
+
+// Calls f(T{}) for every dtype (max_dim also serves integer tensors).
+template <class F>
+void dispatch_all(DType t, F &&f) {
+  switch (t) {
+    case MIXP_I32: f(int32_t{}); return;
+    case MIXP_I64: f(int64_t{}); return;
+    case MIXP_U8:
+    case MIXP_BOOL: f(uint8_t{}); return;
+    default: dispatch_float(t, f); return;
+  }
+}
+
+void require_float_view(const View &v, const char *kernel, const char *arg) {
+  if (!is_float(v.dtype))
+    fail(MIXP_ERR_INTERNAL, "cpu ", kernel, ": ", arg, " has non-float dtype ", dtype_name(v.dtype));
+}
+
+// Below this many elements a loop runs on the calling thread: forking the
+// team costs more than the work.
+constexpr int64_t kParallelMin = 1 << 15;
+// Block length of the fixed-order row sums.
+constexpr int64_t kSumBlock = 4096;
+// Inner positions handled together when the reduced axis is strided, so
+// that every pass over the axis reads whole cache lines.
+constexpr int64_t kChunk = 64;
+
+template <class T>
+double block_sum(const T *p, int64_t n) noexcept {
+  double s = 0.0;
+  for (int64_t i = 0; i < n; ++i) s += double(load<T>(p[i]));
+  return s;
+}
+
+template <class TI, class TO>
+void sum_rows_impl(const TI *x, int64_t rows, int64_t cols, TO *out, double scale) {
+  const int64_t nb = cols == 0 ? 0 : (cols + kSumBlock - 1) / kSumBlock;
+  const bool big = rows * cols >= kParallelMin;
+  if (nb > 1 && rows < 4 * int64_t(omp_get_max_threads())) {
+    // Few long rows: split each row into blocks, then add the block sums in order.
+    std::vector<double> partial(size_t(rows * nb));
+#pragma omp parallel for schedule(static) if (big)
+    for (int64_t t = 0; t < rows * nb; ++t) {
+      int64_t r = t / nb, b = t % nb;
+      int64_t start = b * kSumBlock, len = std::min(kSumBlock, cols - start);
+      partial[size_t(t)] = block_sum(x + r * cols + start, len);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      double s = 0.0;
+      for (int64_t b = 0; b < nb; ++b) s += partial[size_t(r * nb + b)];
+      out[r] = store_d<TO>(s * scale);
+    }
+    return;
+  }
+#pragma omp parallel for schedule(static) if (big)
+  for (int64_t r = 0; r < rows; ++r) {
+    double s = 0.0;
+    for (int64_t b = 0; b < nb; ++b) {
+      int64_t start = b * kSumBlock, len = std::min(kSumBlock, cols - start);
+      s += block_sum(x + r * cols + start, len);
+    }
+    out[r] = store_d<TO>(s * scale);
+  }
+}
+
+template <class T>
+void max_dim_impl(const T *x, int64_t outer, int64_t n, int64_t inner, T *values,
+                  int64_t *indices) {
+  using A = acc_t<T>;
+  const int64_t nch = (inner + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (outer * n * inner >= kParallelMin)
+  for (int64_t t = 0; t < outer * nch; ++t) {
+    const int64_t o = t / nch, i0 = (t % nch) * kChunk, w = std::min(kChunk, inner - i0);
+    const T *xb = x + o * n * inner + i0;
+    A best[kChunk];
+    int64_t arg[kChunk];
+    for (int64_t j = 0; j < w; ++j) {
+      best[j] = load<T>(xb[j]);
+      arg[j] = 0;
+    }
+    for (int64_t k = 1; k < n; ++k) {
+      const T *row = xb + k * inner;
+      for (int64_t j = 0; j < w; ++j) {
+        A v = load<T>(row[j]);
+        // NaN counts as the largest value (PyTorch): the first NaN wins.
+        if (!is_nan_val(best[j]) && (v > best[j] || is_nan_val(v))) {
+          best[j] = v;
+          arg[j] = k;
+        }
+      }
+    }
+    for (int64_t j = 0; j < w; ++j) {
+      const int64_t oi = o * inner + i0 + j;
+      indices[oi] = arg[j];
+      if (values) values[oi] = xb[arg[j] * inner + j];  // the element itself, bit for bit
+    }
+  }
+}
+
+template <class T>
+void softmax_impl(const T *x, int64_t outer, int64_t n, int64_t inner, bool log, T *y) {
+  using A = acc_t<T>;
+  const int64_t nch = (inner + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (outer * n * inner >= kParallelMin)
+  for (int64_t t = 0; t < outer * nch; ++t) {
+    const int64_t o = t / nch, i0 = (t % nch) * kChunk, w = std::min(kChunk, inner - i0);
+    const T *xb = x + o * n * inner + i0;
+    T *yb = y + o * n * inner + i0;
+    A mx[kChunk];
+    double sm[kChunk];
+    for (int64_t j = 0; j < w; ++j) {
+      mx[j] = -std::numeric_limits<A>::infinity();
+      sm[j] = 0.0;
+    }
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t j = 0; j < w; ++j) {
+        A v = load<T>(xb[k * inner + j]);
+        if (v > mx[j] || std::isnan(v)) mx[j] = v;
+      }
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t j = 0; j < w; ++j) sm[j] += double(std::exp(load<T>(xb[k * inner + j]) - mx[j]));
+    if (log) {
+      for (int64_t j = 0; j < w; ++j) sm[j] = std::log(sm[j]);
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t j = 0; j < w; ++j)
+          yb[k * inner + j] = store_d<T>(double(load<T>(xb[k * inner + j]) - mx[j]) - sm[j]);
+    } else {
+      for (int64_t j = 0; j < w; ++j) sm[j] = 1.0 / sm[j];
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t j = 0; j < w; ++j)
+          yb[k * inner + j] =
+              store_d<T>(double(std::exp(load<T>(xb[k * inner + j]) - mx[j])) * sm[j]);
+    }
+  }
+}
+
+template <class T>
+void softmax_backward_impl(const T *y, const T *gy, int64_t outer, int64_t n, int64_t inner,
+                           bool log, T *gx) {
+  const int64_t nch = (inner + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (outer * n * inner >= kParallelMin)
+  for (int64_t t = 0; t < outer * nch; ++t) {
+    const int64_t o = t / nch, i0 = (t % nch) * kChunk, w = std::min(kChunk, inner - i0);
+    const int64_t base = o * n * inner + i0;
+    double s[kChunk];
+    for (int64_t j = 0; j < w; ++j) s[j] = 0.0;
+    // softmax: gx = y (gy - sum gy*y); log_softmax: gx = gy - exp(y) sum gy.
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t j = 0; j < w; ++j) {
+        const int64_t e = base + k * inner + j;
+        double g = double(load<T>(gy[e]));
+        s[j] += log ? g : g * double(load<T>(y[e]));
+      }
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t j = 0; j < w; ++j) {
+        const int64_t e = base + k * inner + j;
+        double g = double(load<T>(gy[e])), yv = double(load<T>(y[e]));
+        gx[e] = store_d<T>(log ? g - std::exp(yv) * s[j] : yv * (g - s[j]));
+      }
+  }
+}
+
+// max and log-sum-exp of one row of logits, in double.
+template <class T>
+void row_lse(const T *row, int64_t c, double *mx, double *sum) noexcept {
+  double m = -std::numeric_limits<double>::infinity();
+  for (int64_t k = 0; k < c; ++k) {
+    double v = double(load<T>(row[k]));
+    if (v > m || std::isnan(v)) m = v;
+  }
+  double s = 0.0;
+  for (int64_t k = 0; k < c; ++k) s += std::exp(double(load<T>(row[k])) - m);
+  *mx = m;
+  *sum = s;
+}
+
+template <class T, class L>
+void cross_entropy_impl(const T *logits, const int64_t *target, int64_t n, int64_t c,
+                        int64_t ignore_index, L *losses) {
+#pragma omp parallel for schedule(static) if (n * c >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t t = target[i];
+    if (t == ignore_index) {
+      losses[i] = L(0);
+      continue;
+    }
+    if (t < 0 || t >= c) {  // the op layer rejects these; never read past the row
+      losses[i] = std::numeric_limits<L>::quiet_NaN();
+      continue;
+    }
+    const T *row = logits + i * c;
+    double m, s;
+    row_lse(row, c, &m, &s);
+    losses[i] = L(std::log(s) + m - double(load<T>(row[t])));
+  }
+}
+
+template <class T, class R>
+void cross_entropy_backward_impl(const T *logits, const int64_t *target, int64_t n, int64_t c,
+                                 int64_t ignore_index, const R *row_scale, T *glogits) {
+#pragma omp parallel for schedule(static) if (n * c >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t t = target[i];
+    T *g = glogits + i * c;
+    if (t == ignore_index || t < 0 || t >= c) {
+      for (int64_t k = 0; k < c; ++k) g[k] = store_d<T>(0.0);
+      continue;
+    }
+    const T *row = logits + i * c;
+    double m, s;
+    row_lse(row, c, &m, &s);
+    const double rs = double(row_scale[i]), inv = 1.0 / s;
+    for (int64_t k = 0; k < c; ++k) {
+      double p = std::exp(double(load<T>(row[k])) - m) * inv;
+      g[k] = store_d<T>(rs * (p - (k == t ? 1.0 : 0.0)));
+    }
+  }
+}
+
+// Calls f(L{}) for the per-row loss buffers, which are F32, or F64 so that
+// double-precision losses keep their precision.
+template <class F>
+void dispatch_loss(const View &v, const char *kernel, const char *arg, F &&f) {
+  if (v.dtype == MIXP_F32) {
+    f(float{});
+  } else if (v.dtype == MIXP_F64) {
+    f(double{});
+  } else {
+    fail(MIXP_ERR_INTERNAL, "cpu ", kernel, ": ", arg, " must be f32 or f64, not ",
+         dtype_name(v.dtype));
+  }
+}
+
+}  // namespace
+
+void CpuBackend::sum_rows(const View &x, int64_t rows, int64_t cols, const View &out,
+                          double scale) {
+  require_float_view(x, "sum_rows", "x");
+  require_float_view(out, "sum_rows", "out");
+  dispatch_float(x.dtype, [&](auto ti) {
+    using TI = decltype(ti);
+    dispatch_float(out.dtype, [&](auto to) {
+      using TO = decltype(to);
+      sum_rows_impl(static_cast<const TI *>(x.data), rows, cols, static_cast<TO *>(out.data),
+                    scale);
+    });
+  });
+}
+
+void CpuBackend::max_dim(const View &x, int64_t outer, int64_t n, int64_t inner,
+                         const View *values, const View &indices) {
+  if (indices.dtype != MIXP_I64) fail(MIXP_ERR_INTERNAL, "cpu max_dim: indices must be i64");
+  if (n <= 0) fail(MIXP_ERR_INTERNAL, "cpu max_dim: the reduced axis is empty");
+  dispatch_all(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    max_dim_impl(static_cast<const T *>(x.data), outer, n, inner,
+                 values ? static_cast<T *>(values->data) : nullptr,
+                 static_cast<int64_t *>(indices.data));
+  });
+}
+
+void CpuBackend::softmax(const View &x, int64_t outer, int64_t n, int64_t inner, bool log,
+                         const View &y) {
+  require_float_view(x, "softmax", "x");
+  dispatch_float(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    softmax_impl(static_cast<const T *>(x.data), outer, n, inner, log, static_cast<T *>(y.data));
+  });
+}
+
+void CpuBackend::softmax_backward(const View &y, const View &gy, int64_t outer, int64_t n,
+                                  int64_t inner, bool log, const View &gx) {
+  require_float_view(y, "softmax_backward", "y");
+  dispatch_float(y.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    softmax_backward_impl(static_cast<const T *>(y.data), static_cast<const T *>(gy.data), outer,
+                          n, inner, log, static_cast<T *>(gx.data));
+  });
+}
+
+void CpuBackend::cross_entropy(const View &logits, const View &target, int64_t n, int64_t c,
+                               int64_t ignore_index, const View &losses) {
+  require_float_view(logits, "cross_entropy", "logits");
+  if (target.dtype != MIXP_I64) fail(MIXP_ERR_INTERNAL, "cpu cross_entropy: target must be i64");
+  dispatch_float(logits.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    dispatch_loss(losses, "cross_entropy", "losses", [&](auto ltag) {
+      using L = decltype(ltag);
+      cross_entropy_impl(static_cast<const T *>(logits.data),
+                         static_cast<const int64_t *>(target.data), n, c, ignore_index,
+                         static_cast<L *>(losses.data));
+    });
+  });
+}
+
+void CpuBackend::cross_entropy_backward(const View &logits, const View &target, int64_t n,
+                                        int64_t c, int64_t ignore_index, const View &row_scale,
+                                        const View &glogits) {
+  require_float_view(logits, "cross_entropy_backward", "logits");
+  if (target.dtype != MIXP_I64)
+    fail(MIXP_ERR_INTERNAL, "cpu cross_entropy_backward: target must be i64");
+  dispatch_float(logits.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    dispatch_loss(row_scale, "cross_entropy_backward", "row_scale", [&](auto rtag) {
+      using R = decltype(rtag);
+      cross_entropy_backward_impl(static_cast<const T *>(logits.data),
+                                  static_cast<const int64_t *>(target.data), n, c, ignore_index,
+                                  static_cast<const R *>(row_scale.data),
+                                  static_cast<T *>(glogits.data));
+    });
+  });
+}
+
+}  // namespace mixp

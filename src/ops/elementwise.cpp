@@ -1,0 +1,244 @@
+// Elementwise operations: unary maps (with a scalar parameter for pow and
+// the scalar arithmetic ops) and broadcasting binary arithmetic, forward and
+// backward. Unary backward runs one fused backend kernel; binary backward is
+// composed of public ops so it works on every backend and broadcast shape.
+#include <memory>
+
+#include "autograd/node.hpp"
+#include "core/error.hpp"
+#include "ops/ops.hpp"
+
+namespace mixp {
+
+const char *unary_name(UnaryOp op) noexcept {
+  switch (op) {
+    case UnaryOp::Neg: return "neg";
+    case UnaryOp::Exp: return "exp";
+    case UnaryOp::Log: return "log";
+    case UnaryOp::Sqrt: return "sqrt";
+    case UnaryOp::Relu: return "relu";
+    case UnaryOp::GeluErf:
+    case UnaryOp::GeluTanh: return "gelu";
+    case UnaryOp::Sigmoid: return "sigmoid";
+    case UnaryOp::Tanh: return "tanh";
+    case UnaryOp::Pow: return "pow";
+    case UnaryOp::AddScalar: return "add_scalar";
+    case UnaryOp::MulScalar: return "mul_scalar";
+    case UnaryOp::RsubScalar: return "rsub_scalar";
+    case UnaryOp::RdivScalar: return "rdiv_scalar";
+  }
+  return "unary";
+}
+
+const char *binary_name(BinaryOp op) noexcept {
+  switch (op) {
+    case BinaryOp::Add: return "add";
+    case BinaryOp::Sub: return "sub";
+    case BinaryOp::Mul: return "mul";
+    case BinaryOp::Div: return "div";
+  }
+  return "binary";
+}
+
+namespace {
+
+// Error messages name the C entry point that users call.
+const char *unary_fn(UnaryOp op) noexcept {
+  switch (op) {
+    case UnaryOp::Neg: return "mixp_neg";
+    case UnaryOp::Exp: return "mixp_exp";
+    case UnaryOp::Log: return "mixp_log";
+    case UnaryOp::Sqrt: return "mixp_sqrt";
+    case UnaryOp::Relu: return "mixp_relu";
+    case UnaryOp::GeluErf:
+    case UnaryOp::GeluTanh: return "mixp_gelu";
+    case UnaryOp::Sigmoid: return "mixp_sigmoid";
+    case UnaryOp::Tanh: return "mixp_tanh";
+    case UnaryOp::Pow: return "mixp_pow";
+    case UnaryOp::AddScalar: return "mixp_add_scalar";
+    case UnaryOp::MulScalar: return "mixp_mul_scalar";
+    case UnaryOp::RsubScalar: return "mixp_rsub_scalar";
+    case UnaryOp::RdivScalar: return "mixp_rdiv_scalar";
+  }
+  return "mixp_unary";
+}
+
+const char *binary_fn(BinaryOp op) noexcept {
+  switch (op) {
+    case BinaryOp::Add: return "mixp_add";
+    case BinaryOp::Sub: return "mixp_sub";
+    case BinaryOp::Mul: return "mixp_mul";
+    case BinaryOp::Div: return "mixp_div";
+  }
+  return "mixp_binary";
+}
+
+// Which forward values a unary backward formula reads; saving only those
+// keeps activations that nothing needs from being held until backward.
+bool backward_reads_input(UnaryOp op) noexcept {
+  switch (op) {
+    case UnaryOp::Log:
+    case UnaryOp::Relu:
+    case UnaryOp::GeluErf:
+    case UnaryOp::GeluTanh:
+    case UnaryOp::Pow:
+    case UnaryOp::RdivScalar: return true;
+    default: return false;
+  }
+}
+
+bool backward_reads_output(UnaryOp op) noexcept {
+  switch (op) {
+    case UnaryOp::Exp:
+    case UnaryOp::Sqrt:
+    case UnaryOp::Sigmoid:
+    case UnaryOp::Tanh: return true;
+    default: return false;
+  }
+}
+
+// Brings an incoming gradient to the dtype of the forward result and to a
+// dense layout, which the fused unary backward kernel expects.
+TensorPtr dense_grad(const TensorPtr &g, DType dtype) {
+  TensorPtr r = g->dtype == dtype ? g : cast(g, dtype);
+  return contiguous(r);
+}
+
+struct UnaryNode final : Node {
+  UnaryOp op = UnaryOp::Neg;
+  double s = 0.0;
+  DType dtype = MIXP_F32;
+  Shape shape;
+  TensorPtr x, y;  // detached; only those the formula reads
+
+  std::vector<TensorPtr> backward(std::vector<TensorPtr> &grad_outputs) override {
+    if (released)
+      fail(MIXP_ERR_STATE, "backward of ", name, ": saved tensors were already freed");
+    TensorPtr gy = dense_grad(grad_outputs.at(0), dtype);
+    if (gy->numel() != shape.numel())
+      fail(MIXP_ERR_INTERNAL, "backward of ", name, ": gradient has shape ", shape_str(*gy),
+           ", expected ", shape_str(shape));
+    TensorPtr gx = empty(gy->session.get(), dtype, shape);
+    View none;
+    none.dtype = dtype;
+    none.ndim = shape.ndim;
+    for (int i = 0; i < shape.ndim; ++i) none.shape[i] = shape[i];
+    backend_of(*gy).unary_backward(op, x ? view_of(*x) : none, y ? view_of(*y) : none,
+                                   view_of(*gy), view_of(*gx), s);
+    return {gx};
+  }
+  void release_saved() override {
+    x.reset();
+    y.reset();
+  }
+};
+
+struct BinaryNode final : Node {
+  BinaryOp op = BinaryOp::Add;
+  Shape a_shape, b_shape;
+  TensorPtr a, b, y;  // detached; only those the formula reads
+
+  std::vector<TensorPtr> backward(std::vector<TensorPtr> &grad_outputs) override {
+    if (released)
+      fail(MIXP_ERR_STATE, "backward of ", name, ": saved tensors were already freed");
+    const TensorPtr &g = grad_outputs.at(0);
+    TensorPtr ga, gb;  // at the broadcast (output) shape
+    switch (op) {
+      case BinaryOp::Add:
+        ga = g;
+        gb = g;
+        break;
+      case BinaryOp::Sub:
+        ga = g;
+        if (needs_grad(1)) gb = neg(g);
+        break;
+      case BinaryOp::Mul:
+        if (needs_grad(0)) ga = mul(g, b);
+        if (needs_grad(1)) gb = mul(g, a);
+        break;
+      case BinaryOp::Div:
+        // d(a/b)/db = -(a/b)/b: reuse g/b and the saved quotient.
+        ga = div(g, b);
+        if (needs_grad(1)) gb = neg(mul(ga, y));
+        break;
+    }
+    std::vector<TensorPtr> out(2);
+    if (needs_grad(0)) out[0] = sum_to(ga, a_shape);
+    if (needs_grad(1)) out[1] = sum_to(gb, b_shape);
+    return out;
+  }
+  void release_saved() override {
+    a.reset();
+    b.reset();
+    y.reset();
+  }
+};
+
+void require_tensor(const TensorPtr &t, const char *fn, const char *arg) {
+  if (!t) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ", arg, " is NULL");
+}
+
+}  // namespace
+
+TensorPtr unary(UnaryOp op, const TensorPtr &x, double s) {
+  const char *fn = unary_fn(op);
+  require_tensor(x, fn, "x");
+  OpScope scope(unary_name(op), x->session.get());
+  Session *ses = scope.session();
+  require_float(fn, "x", *x);
+
+  // The dense copy is an implementation detail (clone records nothing): the
+  // graph links this op to x itself.
+  TensorPtr xc = x->is_contiguous() ? x : clone(x);
+  const Shape shape = shape_of(*x);
+  TensorPtr y = empty(ses, x->dtype, shape);
+  ses->backend->unary(op, view_of(*xc), view_of(*y), s);
+
+  if (should_record(ses, {x.get()})) {
+    auto node = std::make_shared<UnaryNode>();
+    node->name = unary_name(op);
+    node->op = op;
+    node->s = s;
+    node->dtype = x->dtype;
+    node->shape = shape;
+    if (backward_reads_input(op)) node->x = detach(*xc);
+    if (backward_reads_output(op)) node->y = detach(*y);
+    record(node, {x.get()}, {y.get()});
+  }
+  return y;
+}
+
+TensorPtr binary(BinaryOp op, const TensorPtr &a, const TensorPtr &b) {
+  const char *fn = binary_fn(op);
+  require_tensor(a, fn, "a");
+  require_tensor(b, fn, "b");
+  Session *ses = same_session(fn, {a.get(), b.get()});
+  OpScope scope(binary_name(op), ses);
+  require_float(fn, "a", *a);
+  require_float(fn, "b", *b);
+  require_same_dtype(fn, "a", *a, "b", *b);
+  const Shape a_shape = shape_of(*a), b_shape = shape_of(*b);
+  const Shape shape = broadcast_shapes(fn, a_shape, b_shape);
+
+  TensorPtr out = empty(ses, a->dtype, shape);
+  ses->backend->binary(op, broadcast_view(*a, shape), broadcast_view(*b, shape), view_of(*out));
+
+  if (should_record(ses, {a.get(), b.get()})) {
+    auto node = std::make_shared<BinaryNode>();
+    node->name = binary_name(op);
+    node->op = op;
+    node->a_shape = a_shape;
+    node->b_shape = b_shape;
+    if (op == BinaryOp::Mul) {
+      if (a->requires_grad) node->b = detach(*b);
+      if (b->requires_grad) node->a = detach(*a);
+    } else if (op == BinaryOp::Div) {
+      node->b = detach(*b);
+      if (b->requires_grad) node->y = detach(*out);
+    }
+    record(node, {a.get(), b.get()}, {out.get()});
+  }
+  return out;
+}
+
+}  // namespace mixp

@@ -1,0 +1,135 @@
+// Losses: softmax cross-entropy over class indices (fused kernel, PyTorch's
+// ignore_index and reduction semantics) and the mean squared error.
+#include <memory>
+#include <vector>
+
+#include "autograd/node.hpp"
+#include "core/error.hpp"
+#include "ops/ops.hpp"
+
+namespace mixp {
+namespace {
+
+void check_reduction(const char *fn, mixp_reduction r) {
+  if (r != MIXP_REDUCTION_MEAN && r != MIXP_REDUCTION_SUM && r != MIXP_REDUCTION_NONE)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": reduction = ", int(r),
+         " is not a mixp_reduction (0 mean, 1 sum, 2 none)");
+}
+
+// Per-row losses are kept in F64 for F64 logits (gradient checks need the
+// precision) and in F32 otherwise, so half logits accumulate in fp32.
+DType loss_dtype(DType logits) { return logits == MIXP_F64 ? MIXP_F64 : MIXP_F32; }
+
+struct CrossEntropyNode : Node {
+  TensorPtr logits;  // contiguous, detached
+  TensorPtr target;  // contiguous I64
+  mixp_reduction reduction = MIXP_REDUCTION_MEAN;
+  int64_t ignore_index = MIXP_IGNORE_INDEX_DEFAULT;
+  int64_t n = 0, c = 0;
+  double scale = 1.0;  // 1/count for the mean
+
+  std::vector<TensorPtr> backward(std::vector<TensorPtr> &grads) override {
+    const DType ldt = loss_dtype(logits->dtype);
+    TensorPtr g = grads[0];
+    TensorPtr rs;
+    if (reduction == MIXP_REDUCTION_NONE) {
+      rs = contiguous(cast(g, ldt));
+    } else {
+      rs = contiguous(cast(expand(reshape(g, Shape{1}), Shape{n}), ldt));
+      if (reduction == MIXP_REDUCTION_MEAN) rs = mul_scalar(rs, scale);
+    }
+    TensorPtr gl = empty(logits->session.get(), logits->dtype, shape_of(*logits));
+    if (gl->numel() > 0)
+      backend_of(*logits).cross_entropy_backward(view_of(*logits), view_of(*target), n, c,
+                                                 ignore_index, view_of(*rs), view_of(*gl));
+    return {gl};
+  }
+  void release_saved() override {
+    logits.reset();
+    target.reset();
+  }
+};
+
+}  // namespace
+
+TensorPtr cross_entropy(const TensorPtr &logits, const TensorPtr &target, mixp_reduction reduction,
+                        int64_t ignore_index) {
+  static const char *fn = "mixp_cross_entropy";
+  OpScope scope("cross_entropy", logits->session.get());
+  Session *s = same_session(fn, {logits.get(), target.get()});
+  check_reduction(fn, reduction);
+  require_float(fn, "logits", *logits);
+  if (target->dtype != MIXP_I64)
+    fail(MIXP_ERR_DTYPE, fn, ": target must have dtype i64 (class indices), got ",
+         dtype_name(target->dtype));
+  if (logits->ndim != 2)
+    fail(MIXP_ERR_SHAPE, fn, ": logits must be 2-D [N, C], got ", shape_str(*logits));
+  const int64_t n = logits->shape[0], c = logits->shape[1];
+  if (target->ndim != 1 || target->shape[0] != n)
+    fail(MIXP_ERR_SHAPE, fn, ": target must be [", n, "] for logits ", shape_str(*logits),
+         ", got ", shape_str(*target));
+
+  Backend &be = backend_of(*logits);
+  TensorPtr tc = contiguous(detach(*target));
+  // The targets are read on the host: an out-of-range class must be an error
+  // message, not a kernel reading outside its row; the mean needs the count.
+  std::vector<int64_t> th(static_cast<size_t>(n));
+  if (n > 0) be.copy_to_host(th.data(), tc->data(), size_t(n) * sizeof(int64_t));
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t t = th[size_t(i)];
+    if (t == ignore_index) continue;
+    if (t < 0 || t >= c)
+      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": target[", i, "] = ", t, " is out of range [0, ", c,
+           ") and is not ignore_index (", ignore_index, ")");
+    ++count;
+  }
+
+  const DType ldt = loss_dtype(logits->dtype);
+  TensorPtr lc = contiguous(detach(*logits));
+  TensorPtr losses = empty(s, ldt, Shape{n});
+  if (n > 0) be.cross_entropy(view_of(*lc), view_of(*tc), n, c, ignore_index, view_of(*losses));
+
+  // PyTorch's mean over zero non-ignored targets is 0/0 = NaN; 1/0 * 0 gives it.
+  const double scale = reduction == MIXP_REDUCTION_MEAN ? 1.0 / double(count) : 1.0;
+  TensorPtr out = losses;
+  if (reduction != MIXP_REDUCTION_NONE) {
+    out = empty(s, ldt, Shape{});
+    be.sum_rows(view_of(*losses), 1, n, view_of(*out), scale);
+  }
+  if (out->dtype != logits->dtype) out = cast(out, logits->dtype);
+
+  if (should_record(s, {logits.get()})) {
+    auto node = std::make_shared<CrossEntropyNode>();
+    node->name = "cross_entropy";
+    node->logits = lc;
+    node->target = tc;
+    node->reduction = reduction;
+    node->ignore_index = ignore_index;
+    node->n = n;
+    node->c = c;
+    node->scale = scale;
+    record(node, {logits.get()}, {out.get()});
+  }
+  return out;
+}
+
+TensorPtr mse_loss(const TensorPtr &a, const TensorPtr &b, mixp_reduction reduction) {
+  static const char *fn = "mixp_mse_loss";
+  OpScope scope("mse_loss", a->session.get());
+  same_session(fn, {a.get(), b.get()});
+  check_reduction(fn, reduction);
+  require_float(fn, "a", *a);
+  require_same_dtype(fn, "a", *a, "b", *b);
+  if (shape_of(*a) != shape_of(*b))
+    fail(MIXP_ERR_SHAPE, fn, ": shapes differ: a is ", shape_str(*a), ", b is ", shape_str(*b));
+  TensorPtr d = sub(a, b);
+  TensorPtr sq = mul(d, d);
+  switch (reduction) {
+    case MIXP_REDUCTION_SUM: return sum(sq, {}, false);
+    case MIXP_REDUCTION_NONE: return sq;
+    default: return mean(sq, {}, false);
+  }
+}
+
+}  // namespace mixp

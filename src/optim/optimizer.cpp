@@ -1,0 +1,270 @@
+#include "optim/optimizer.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "autograd/node.hpp"
+#include "backend/backend.hpp"
+#include "core/error.hpp"
+#include "ops/ops.hpp"
+#include "optim/optimizer_kernels.hpp"
+
+namespace mixp::optim {
+namespace {
+
+void require_finite_min(double v, double lo, const char *field, const char *fn) {
+  if (!std::isfinite(v) || v < lo)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->", field, " must be finite and >= ", lo,
+         ", got ", v);
+}
+
+void require_beta(double v, const char *field, const char *fn) {
+  if (!(v >= 0.0 && v < 1.0))
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->", field, " must be in [0, 1), got ", v);
+}
+
+}  // namespace
+
+void default_options(mixp_optimizer_options &o, mixp_optimizer_kind kind) noexcept {
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof(mixp_optimizer_options);
+  o.kind = kind;
+  const bool adam = kind == MIXP_OPTIM_ADAM || kind == MIXP_OPTIM_ADAMW;
+  o.lr = adam ? 1e-3 : 0.01;
+  o.momentum = 0.0;
+  o.dampening = 0.0;
+  o.nesterov = 0;
+  o.weight_decay = kind == MIXP_OPTIM_ADAMW ? 0.01 : 0.0;
+  o.beta1 = 0.9;
+  o.beta2 = 0.999;
+  o.eps = 1e-8;
+  o.schedule = MIXP_LR_CONSTANT;
+  o.warmup_steps = 0;
+  o.total_steps = 0;
+  o.min_lr = 0.0;
+}
+
+void check_schedule_options(const mixp_optimizer_options &o, const char *fn) {
+  if (o.struct_size != sizeof(mixp_optimizer_options))
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->struct_size is ", o.struct_size,
+         ", expected ", sizeof(mixp_optimizer_options),
+         " (fill the options with mixp_optimizer_options_init)");
+  require_finite_min(o.lr, 0.0, "lr", fn);
+  switch (o.schedule) {
+    case MIXP_LR_CONSTANT:
+      return;
+    case MIXP_LR_WARMUP_COSINE:
+      if (o.warmup_steps < 0)
+        fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->warmup_steps must be >= 0, got ",
+             o.warmup_steps);
+      if (o.total_steps < 1 || o.total_steps < o.warmup_steps)
+        fail(MIXP_ERR_INVALID_ARGUMENT, fn,
+             ": options->total_steps must be >= 1 and >= warmup_steps (", o.warmup_steps,
+             "), got ", o.total_steps);
+      require_finite_min(o.min_lr, 0.0, "min_lr", fn);
+      return;
+  }
+  fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->schedule is ", int(o.schedule),
+       ", expected MIXP_LR_CONSTANT (0) or MIXP_LR_WARMUP_COSINE (1)");
+}
+
+void check_options(const mixp_optimizer_options &o, const char *fn) {
+  check_schedule_options(o, fn);
+  require_finite_min(o.weight_decay, 0.0, "weight_decay", fn);
+  switch (o.kind) {
+    case MIXP_OPTIM_SGD:
+      require_finite_min(o.momentum, 0.0, "momentum", fn);
+      if (!std::isfinite(o.dampening))
+        fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->dampening must be finite, got ",
+             o.dampening);
+      if (o.nesterov != 0 && o.nesterov != 1)
+        fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->nesterov must be 0 or 1, got ",
+             o.nesterov);
+      if (o.nesterov && (o.momentum <= 0.0 || o.dampening != 0.0))
+        fail(MIXP_ERR_INVALID_ARGUMENT, fn,
+             ": options->nesterov requires momentum > 0 and dampening == 0, got momentum ",
+             o.momentum, " and dampening ", o.dampening);
+      return;
+    case MIXP_OPTIM_ADAM:
+    case MIXP_OPTIM_ADAMW:
+      require_beta(o.beta1, "beta1", fn);
+      require_beta(o.beta2, "beta2", fn);
+      if (!std::isfinite(o.eps) || !(o.eps > 0.0))
+        fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->eps must be finite and > 0, got ",
+             o.eps);
+      return;
+  }
+  fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->kind is ", int(o.kind),
+       ", expected MIXP_OPTIM_SGD (0), MIXP_OPTIM_ADAM (1) or MIXP_OPTIM_ADAMW (2)");
+}
+
+double schedule_lr(const mixp_optimizer_options &o, double base_lr, int64_t step) noexcept {
+  if (o.schedule != MIXP_LR_WARMUP_COSINE) return base_lr;
+  if (step < o.warmup_steps) return base_lr * double(step) / double(o.warmup_steps);
+  if (step >= o.total_steps) return o.min_lr;
+  const double progress =
+      double(step - o.warmup_steps) / double(o.total_steps - o.warmup_steps);
+  const double pi = 3.141592653589793238462643383279502884;
+  return o.min_lr + (base_lr - o.min_lr) * 0.5 * (1.0 + std::cos(pi * progress));
+}
+
+// Only the CPU backend is known here; a device backend brings its own table.
+const Kernels &kernels_for(const Backend &backend, const char *fn) {
+  if (std::strcmp(backend.name(), "cpu") == 0) return cpu_kernels();
+  fail(MIXP_ERR_UNSUPPORTED, fn, ": the '", backend.name(),
+       "' backend provides no optimizer kernels");
+}
+
+}  // namespace mixp::optim
+
+void mixp_optimizer::step(const char *fn) {
+  using namespace mixp;
+  Session *s = check_session(session.get(), fn);
+  const optim::Kernels &kernels = optim::kernels_for(*s->backend, fn);
+  const double lr = current_lr();
+  const bool sgd = options.kind == MIXP_OPTIM_SGD;
+  const bool need_buf1 = !sgd || options.momentum != 0.0;
+
+  // Phase 1 prepares everything that can fail (casts, copies, new state) so
+  // that an error leaves parameters and state untouched.
+  struct Work {
+    Slot *slot;
+    TensorPtr grad;    // contiguous, the parameter's dtype
+    TensorPtr target;  // the parameter, or a contiguous copy written back after
+    TensorPtr buf1, buf2;
+    bool fresh = false;  // buf1 created in this step
+  };
+  std::vector<Work> work;
+  {
+    NoGradGuard no_grad(s);
+    for (Slot &slot : slots) {
+      Tensor &p = *slot.param;
+      if (!p.grad) continue;
+      TensorPtr g = p.grad;
+      if (shape_of(*g) != shape_of(p))
+        fail(MIXP_ERR_INTERNAL, fn, ": a parameter of shape ", shape_str(p),
+             " holds a gradient of shape ", shape_str(*g));
+      if (g->dtype != p.dtype) g = cast(g, p.dtype);
+      g = contiguous(g);
+      Work w{&slot, g, p.is_contiguous() ? slot.param : clone(slot.param), slot.buf1, slot.buf2,
+             false};
+      const DType sd = optim::state_dtype(p.dtype);
+      if (need_buf1 && !w.buf1) {
+        // SGD's first step overwrites the whole momentum buffer.
+        w.buf1 = sgd ? empty(s, sd, shape_of(p)) : zeros(s, sd, shape_of(p));
+        w.fresh = true;
+      }
+      if (!sgd && !w.buf2) w.buf2 = zeros(s, sd, shape_of(p));
+      work.push_back(std::move(w));
+    }
+  }
+
+  apply_threads(s);
+  for (Work &w : work) {
+    Tensor &t = *w.target;
+    const int64_t n = t.numel();
+    void *buf1 = w.buf1 ? w.buf1->data() : nullptr;
+    if (sgd) {
+      optim::SgdArgs a;
+      a.lr = lr;
+      a.momentum = options.momentum;
+      a.dampening = options.dampening;
+      a.weight_decay = options.weight_decay;
+      a.nesterov = options.nesterov != 0;
+      a.init_buffer = w.fresh;
+      kernels.sgd(t.dtype, n, t.data(), w.grad->data(), buf1, a);
+    } else {
+      const double step_t = double(w.slot->steps + 1);
+      optim::AdamArgs a;
+      a.lr = lr;
+      a.beta1 = options.beta1;
+      a.beta2 = options.beta2;
+      a.eps = options.eps;
+      a.weight_decay = options.weight_decay;
+      a.decoupled = options.kind == MIXP_OPTIM_ADAMW;
+      a.bias_correction1 = 1.0 - std::pow(options.beta1, step_t);
+      a.bias_correction2 = 1.0 - std::pow(options.beta2, step_t);
+      kernels.adam(t.dtype, n, t.data(), w.grad->data(), buf1, w.buf2->data(), a);
+    }
+    if (w.target.get() != w.slot->param.get()) {
+      NoGradGuard no_grad(s);
+      copy_into(*w.slot->param, t);
+    }
+    w.slot->buf1 = std::move(w.buf1);
+    w.slot->buf2 = std::move(w.buf2);
+    ++w.slot->steps;
+  }
+  ++step_count;
+}
+
+void mixp_optimizer::zero_grad() noexcept {
+  for (Slot &slot : slots) slot.param->grad.reset();
+}
+
+namespace mixp {
+namespace {
+
+// The element range [lo, hi] of a tensor's storage it can touch.
+void storage_span(const Tensor &t, int64_t &lo, int64_t &hi) noexcept {
+  lo = hi = t.offset;
+  for (int i = 0; i < t.ndim; ++i) {
+    const int64_t ext = (t.shape[i] - 1) * t.strides[i];
+    (ext < 0 ? lo : hi) += ext;
+  }
+}
+
+bool overlaps(const Tensor &a, const Tensor &b) noexcept {
+  if (a.storage != b.storage || a.numel() == 0 || b.numel() == 0) return false;
+  int64_t alo, ahi, blo, bhi;
+  storage_span(a, alo, ahi);
+  storage_span(b, blo, bhi);
+  return alo <= bhi && blo <= ahi;
+}
+
+}  // namespace
+
+Optimizer *check_optimizer(const mixp_optimizer *o, const char *fn, const char *arg) {
+  if (!o) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ", arg, " is NULL");
+  if (o->magic != Optimizer::kMagic)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ", arg,
+         " is not a live optimizer handle (destroyed or not a mixp_optimizer)");
+  return const_cast<Optimizer *>(o);
+}
+
+std::unique_ptr<Optimizer> make_optimizer(Session *s, mixp_tensor *const *params, int n,
+                                          const mixp_optimizer_options &options,
+                                          const char *fn) {
+  optim::check_options(options, fn);
+  if (n < 1) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": n must be >= 1, got ", n);
+  if (!params) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": params is NULL");
+  auto opt = std::make_unique<Optimizer>();
+  opt->session = SessionRef::share(s);
+  opt->options = options;
+  opt->slots.reserve(size_t(n));
+  for (int i = 0; i < n; ++i) {
+    const std::string arg = str("params[", i, "]");
+    Tensor *t = check_tensor(params[i], fn, arg.c_str());
+    if (t->session.get() != s)
+      fail(MIXP_ERR_DEVICE, fn, ": ", arg, " belongs to a different session than `session`");
+    if (!is_float(t->dtype))
+      fail(MIXP_ERR_DTYPE, fn, ": ", arg, " must be a float tensor, got ", dtype_name(t->dtype));
+    if (!t->is_leaf())
+      fail(MIXP_ERR_STATE, fn, ": ", arg,
+           " is not a leaf (it was produced by a recorded operation); pass the parameter itself");
+    if (!t->requires_grad) fail(MIXP_ERR_STATE, fn, ": ", arg, " does not require grad");
+    for (int j = 0; j < i; ++j) {
+      const Tensor &u = *opt->slots[size_t(j)].param;
+      if (&u == t) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ", arg, " duplicates params[", j, "]");
+      if (overlaps(u, *t))
+        fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ", arg, " shares memory with params[", j,
+             "] (it would be updated twice)");
+    }
+    Optimizer::Slot slot;
+    slot.param = TensorPtr::share(t);
+    opt->slots.push_back(std::move(slot));
+  }
+  return opt;
+}
+
+}  // namespace mixp

@@ -1,0 +1,79 @@
+// The optimizer behind the opaque mixp_optimizer handle: SGD, Adam and AdamW
+// with PyTorch's algorithms, per-parameter state created lazily on the first
+// step that sees a gradient, and the learning-rate schedules. The update
+// itself runs through the fused kernels of optimizer_kernels.hpp.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/tensor.hpp"
+#include "mixp/mixp.h"
+
+namespace mixp::optim {
+
+// Validates every field mixp_lr_schedule_value() reads (struct_size, lr,
+// schedule, warmup_steps, total_steps, min_lr); messages name `fn` and the
+// field.
+void check_schedule_options(const mixp_optimizer_options &o, const char *fn);
+// Validates the whole options struct for mixp_optimizer_create().
+void check_options(const mixp_optimizer_options &o, const char *fn);
+
+// The learning rate of 0-based step `step` under the schedule of `o` with
+// base rate `base_lr`:
+//   constant:      base_lr
+//   warmup-cosine: base_lr * step / warmup_steps           for step < warmup_steps
+//                  min_lr + (base_lr - min_lr) * (1 + cos(pi * (step - warmup_steps)
+//                           / (total_steps - warmup_steps))) / 2   up to total_steps
+//                  min_lr                                   from total_steps on
+double schedule_lr(const mixp_optimizer_options &o, double base_lr, int64_t step) noexcept;
+
+// Fills o with the defaults of torch.optim for `kind`.
+void default_options(mixp_optimizer_options &o, mixp_optimizer_kind kind) noexcept;
+
+}  // namespace mixp::optim
+
+struct mixp_optimizer {
+  static constexpr uint32_t kMagic = 0x4f505449u;  // "OPTI"
+  uint32_t magic = kMagic;
+
+  // One parameter and its state. Buffers are null until the first step that
+  // finds a gradient for the parameter.
+  struct Slot {
+    mixp::TensorPtr param;
+    mixp::TensorPtr buf1;  // SGD momentum_buffer, Adam exp_avg
+    mixp::TensorPtr buf2;  // Adam exp_avg_sq
+    int64_t steps = 0;     // updates applied to this parameter (Adam's state['step'])
+  };
+
+  mixp::SessionRef session;
+  mixp_optimizer_options options{};  // validated copy; options.lr is the base lr
+  std::vector<Slot> slots;
+  int64_t step_count = 0;
+
+  ~mixp_optimizer() { magic = 0; }
+
+  double current_lr() const noexcept {
+    return mixp::optim::schedule_lr(options, options.lr, step_count);
+  }
+  // Updates every parameter that has a gradient, then advances step_count.
+  // Either all parameters are updated or (on error) none is.
+  void step(const char *fn);
+  void zero_grad() noexcept;
+};
+
+namespace mixp {
+
+using Optimizer = mixp_optimizer;
+
+// Validates a handle from the C API (non-NULL, live magic).
+Optimizer *check_optimizer(const mixp_optimizer *o, const char *fn,
+                           const char *arg = "optimizer");
+
+// Builds an optimizer after validating options and parameters (see
+// mixp_optimizer_create for the rules and status codes).
+std::unique_ptr<Optimizer> make_optimizer(Session *s, mixp_tensor *const *params, int n,
+                                          const mixp_optimizer_options &options,
+                                          const char *fn);
+
+}  // namespace mixp

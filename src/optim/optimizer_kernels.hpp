@@ -1,0 +1,64 @@
+// The boundary between the optimizer logic (state, schedules, validation in
+// optimizer.cpp) and the fused per-element update kernels. A kernel makes one
+// pass over param, grad and the state buffers, computing in fp32 (fp64 for
+// F64 parameters) and rounding the parameter to its dtype in place. Pointers
+// are device memory of the session's backend; every array is contiguous with
+// n elements. Each backend provides its own table: the CPU one lives in
+// cpu_kernels.cpp, a GPU backend supplies the same functions for its memory.
+#pragma once
+#include <cstdint>
+
+#include "core/dtype.hpp"
+
+namespace mixp {
+class Backend;
+}
+
+namespace mixp::optim {
+
+// The dtype of the optimizer state kept for a parameter of dtype `param`:
+// F32 for F32/F16/BF16 (a half momentum would lose the small updates), F64
+// for F64.
+inline DType state_dtype(DType param) noexcept { return param == MIXP_F64 ? MIXP_F64 : MIXP_F32; }
+
+// torch.optim.SGD for one parameter, with everything resolved for this step:
+//   d = g + weight_decay * p
+//   if momentum != 0:
+//     buf = init_buffer ? d : momentum * buf + (1 - dampening) * d
+//     d = nesterov ? d + momentum * buf : buf
+//   p = p - lr * d
+struct SgdArgs {
+  double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false;
+  bool init_buffer = false;  // first update of this parameter: buf = d
+};
+
+// torch.optim.Adam / AdamW for one parameter at its step t (1-based):
+//   AdamW: p = p * (1 - lr * weight_decay);  Adam: g = g + weight_decay * p
+//   m = lerp(m, g, 1 - beta1);  v = beta2 * v + (1 - beta2) * g * g
+//   p = p - (lr / bias_correction1) * m / (sqrt(v) / sqrt(bias_correction2) + eps)
+// with bias_correction_k = 1 - beta_k^t.
+struct AdamArgs {
+  double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
+  bool decoupled = false;  // AdamW
+  double bias_correction1 = 1, bias_correction2 = 1;
+};
+
+struct Kernels {
+  // momentum_buf (state dtype) may be null when momentum == 0.
+  void (*sgd)(DType dtype, int64_t n, void *param, const void *grad, void *momentum_buf,
+              const SgdArgs &args);
+  // exp_avg and exp_avg_sq in the state dtype.
+  void (*adam)(DType dtype, int64_t n, void *param, const void *grad, void *exp_avg,
+               void *exp_avg_sq, const AdamArgs &args);
+};
+
+// The CPU kernels (OpenMP over the elements; deterministic for any thread
+// count since each element is independent).
+const Kernels &cpu_kernels() noexcept;
+
+// The kernels for memory of `backend`; fails with MIXP_ERR_UNSUPPORTED,
+// naming `fn`, when that backend has none.
+const Kernels &kernels_for(const Backend &backend, const char *fn);
+
+}  // namespace mixp::optim
