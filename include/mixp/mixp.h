@@ -59,6 +59,15 @@ extern "C" {
 #  define MIXP_API
 #endif
 
+/* Every enum is int-sized in C. In C++ its underlying type is fixed to int
+ * so that any int a C caller passes is a valid value (the library rejects
+ * unknown values with MIXP_ERR_INVALID_ARGUMENT instead of invoking UB). */
+#ifdef __cplusplus
+#  define MIXP_ENUM(name) enum name : int
+#else
+#  define MIXP_ENUM(name) enum name
+#endif
+
 /** Major version: bumped on any ABI-breaking change (it is the SONAME). */
 #define MIXP_VERSION_MAJOR 0
 /** Minor version: bumped when functions or struct fields are added. */
@@ -76,7 +85,7 @@ extern "C" {
  * Result of every fallible call. Values are explicit and append-only:
  * a value, once released, never changes meaning.
  */
-typedef enum mixp_status {
+typedef MIXP_ENUM(mixp_status) {
   MIXP_OK = 0,                     /**< Success. */
   MIXP_DONE = 1,                   /**< Not an error: an iteration ended (e.g. mixp_loader_next() at the end of an epoch). */
   MIXP_ERR_INVALID_ARGUMENT = -1,  /**< A NULL pointer, an out-of-range value or an unknown name. */
@@ -261,7 +270,7 @@ MIXP_API mixp_status mixp_memory_stats_reset_peak(mixp_session *session);
 typedef struct mixp_tensor mixp_tensor;
 
 /** Element types. Values are explicit and append-only. */
-typedef enum mixp_dtype {
+typedef MIXP_ENUM(mixp_dtype) {
   MIXP_F32 = 0,   /**< IEEE binary32. */
   MIXP_F16 = 1,   /**< IEEE binary16. */
   MIXP_BF16 = 2,  /**< bfloat16 (binary32 with 8 mantissa bits). */
@@ -601,7 +610,7 @@ MIXP_API mixp_status mixp_pow(const mixp_tensor *x, double exponent, mixp_tensor
 MIXP_API mixp_status mixp_relu(const mixp_tensor *x, mixp_tensor **out);
 
 /** Which formula mixp_gelu() uses. */
-typedef enum mixp_gelu_approx {
+typedef MIXP_ENUM(mixp_gelu_approx) {
   MIXP_GELU_ERF = 0,   /**< x/2 (1 + erf(x / sqrt 2)), PyTorch's default. */
   MIXP_GELU_TANH = 1   /**< x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
 } mixp_gelu_approx;
@@ -637,7 +646,7 @@ MIXP_API mixp_status mixp_softmax(const mixp_tensor *x, int dim, mixp_tensor **o
 MIXP_API mixp_status mixp_log_softmax(const mixp_tensor *x, int dim, mixp_tensor **out);
 
 /** How a loss reduces over its elements. */
-typedef enum mixp_reduction {
+typedef MIXP_ENUM(mixp_reduction) {
   MIXP_REDUCTION_MEAN = 0,  /**< Mean over the (non-ignored) elements. */
   MIXP_REDUCTION_SUM = 1,   /**< Sum. */
   MIXP_REDUCTION_NONE = 2   /**< One value per element/sample. */
@@ -736,14 +745,14 @@ MIXP_API mixp_status mixp_module_set_training(mixp_module *module, int training)
 typedef struct mixp_optimizer mixp_optimizer;
 
 /** Optimizer algorithms. */
-typedef enum mixp_optimizer_kind {
+typedef MIXP_ENUM(mixp_optimizer_kind) {
   MIXP_OPTIM_SGD = 0,    /**< SGD with optional momentum, Nesterov and (coupled) weight decay. */
   MIXP_OPTIM_ADAM = 1,   /**< Adam; weight decay is added to the gradient (L2). */
   MIXP_OPTIM_ADAMW = 2   /**< AdamW; weight decay is decoupled (p -= lr*wd*p). */
 } mixp_optimizer_kind;
 
 /** Learning-rate schedule shapes. */
-typedef enum mixp_lr_schedule_kind {
+typedef MIXP_ENUM(mixp_lr_schedule_kind) {
   MIXP_LR_CONSTANT = 0,       /**< lr = base lr at every step. */
   MIXP_LR_WARMUP_COSINE = 1   /**< Linear warmup from 0, then cosine decay to min_lr. */
 } mixp_lr_schedule_kind;
