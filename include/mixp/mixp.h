@@ -904,7 +904,10 @@ MIXP_API void mixp_synthetic_options_init(mixp_synthetic_options *options);
 /**
  * Creates a learnable synthetic classification dataset: each class has a
  * random prototype image in [0, 255]; a sample is its class prototype plus
- * noise, stored as U8 [C, H, W], with an I64 label.
+ * noise, stored as U8 [C, H, W], with an I64 label. The prototypes depend
+ * only on the sample shape and the class count, not on the seed; the seed
+ * picks the labels and the noise. So two datasets with different seeds are
+ * a train/test split of the same task.
  * @param[out] out Receives the dataset (owned).
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT (non-positive sizes, noise < 0).
  */

@@ -3,6 +3,7 @@
 // the parameter rounded once per step to its dtype.
 #include <cmath>
 
+#include "core/fpenv.hpp"
 #include "optim/optimizer_kernels.hpp"
 
 namespace mixp::optim {
@@ -17,7 +18,10 @@ void sgd_typed(int64_t n, T *param, const T *grad, acc_t<T> *buf, const SgdArgs 
   const A lr = A(a.lr), mom = A(a.momentum), damp1 = A(1.0 - a.dampening), wd = A(a.weight_decay);
   const bool use_momentum = a.momentum != 0.0, has_wd = a.weight_decay != 0.0;
   const bool nesterov = a.nesterov, init = a.init_buffer;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+#pragma omp parallel if (n >= kParallelMin)
+  {
+  FlushDenormals ftz;  // per thread: MXCSR is thread state
+#pragma omp for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     A p = load<T>(param[i]);
     A d = load<T>(grad[i]);
@@ -28,6 +32,7 @@ void sgd_typed(int64_t n, T *param, const T *grad, acc_t<T> *buf, const SgdArgs 
       d = nesterov ? d + mom * b : b;
     }
     param[i] = store<T>(p - lr * d);
+  }
   }
 }
 
@@ -48,7 +53,10 @@ void adam_typed(int64_t n, T *param, const T *grad, acc_t<T> *exp_avg, acc_t<T> 
   const A decay = A(1.0 - a.lr * a.weight_decay);
   const bool l2 = !a.decoupled && a.weight_decay != 0.0;
   const bool decoupled = a.decoupled && a.weight_decay != 0.0;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+#pragma omp parallel if (n >= kParallelMin)
+  {
+  FlushDenormals ftz;  // per thread: MXCSR is thread state
+#pragma omp for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     A p = load<T>(param[i]);
     A g = load<T>(grad[i]);
@@ -62,6 +70,7 @@ void adam_typed(int64_t n, T *param, const T *grad, acc_t<T> *exp_avg, acc_t<T> 
     exp_avg_sq[i] = v;
     A denom = std::sqrt(v) / bc2_sqrt + eps;
     param[i] = store<T>(p - step_size * (m / denom));
+  }
   }
 }
 

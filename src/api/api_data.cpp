@@ -1,0 +1,177 @@
+// C ABI shims of the datasets and loaders group.
+#include "api/api_common.hpp"
+#include "data/dataset.hpp"
+#include "data/loader.hpp"
+#include "mixp/mixp.h"
+
+namespace {
+
+constexpr const char *kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
+// Options passed by the caller, or the defaults for NULL. Only the layout of
+// this version is known, so any other struct_size is refused.
+template <class T>
+T read_options(const T *o, void (*init)(T *), const char *fn, const char *init_name) {
+  T v;
+  init(&v);
+  if (!o) return v;
+  if (o->struct_size != sizeof(T))
+    mixp::fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->struct_size is ", o->struct_size,
+               ", expected ", sizeof(T), " (fill the options with ", init_name, "())");
+  return *o;
+}
+
+mixp_dataset *make_handle(mixp::Session *s, mixp::DatasetPtr data) {
+  auto *d = new mixp_dataset;
+  d->session = mixp::SessionRef::share(s);
+  d->data = std::move(data);
+  return d;
+}
+
+}  // namespace
+
+extern "C" {
+
+mixp_status mixp_dataset_idx_open(mixp_session *session, const char *images_path,
+                                  const char *labels_path, mixp_dataset **out) {
+  const char *fn = "mixp_dataset_idx_open";
+  return mixp::guard(fn, [&] {
+    mixp::Session *s = mixp::check_session(session, fn);
+    if (!images_path) mixp::fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": images_path is NULL");
+    if (!labels_path) mixp::fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": labels_path is NULL");
+    mixp::check_out(out, fn);
+    *out = make_handle(s, mixp::load_idx(images_path, labels_path, fn));
+  });
+}
+
+mixp_status mixp_dataset_fashion_mnist(mixp_session *session, const char *dir, int train,
+                                       mixp_dataset **out) {
+  const char *fn = "mixp_dataset_fashion_mnist";
+  return mixp::guard(fn, [&] {
+    mixp::Session *s = mixp::check_session(session, fn);
+    if (train != 0 && train != 1)
+      mixp::fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": train must be 1 (training split) or 0 (test split), got ",
+                 train);
+    mixp::check_out(out, fn);
+    *out = make_handle(s, mixp::load_fashion_mnist(dir ? dir : kFashionMnistDir, train == 1, fn));
+  });
+}
+
+void mixp_synthetic_options_init(mixp_synthetic_options *options) {
+  if (!options) return;
+  *options = mixp_synthetic_options{};
+  options->struct_size = sizeof(mixp_synthetic_options);
+  options->num_samples = 4096;
+  options->channels = 1;
+  options->height = 28;
+  options->width = 28;
+  options->num_classes = 10;
+  options->seed = 1;
+  options->noise = 0.35;
+}
+
+mixp_status mixp_dataset_synthetic(mixp_session *session, const mixp_synthetic_options *options,
+                                   mixp_dataset **out) {
+  const char *fn = "mixp_dataset_synthetic";
+  return mixp::guard(fn, [&] {
+    mixp::Session *s = mixp::check_session(session, fn);
+    mixp_synthetic_options o =
+        read_options(options, mixp_synthetic_options_init, fn, "mixp_synthetic_options_init");
+    mixp::check_synthetic_options(o, fn);
+    mixp::check_out(out, fn);
+    *out = make_handle(s, mixp::make_synthetic(s, o));
+  });
+}
+
+void mixp_dataset_destroy(mixp_dataset *dataset) {
+  // A pointer that is not a live dataset is ignored rather than freed twice.
+  if (dataset && dataset->magic == mixp_dataset::kMagic) delete dataset;
+}
+
+int64_t mixp_dataset_size(const mixp_dataset *dataset) {
+  return mixp::guard_value<int64_t>("mixp_dataset_size", -1, [&] {
+    return mixp::check_dataset(dataset, "mixp_dataset_size")->data->size();
+  });
+}
+
+int64_t mixp_dataset_num_classes(const mixp_dataset *dataset) {
+  return mixp::guard_value<int64_t>("mixp_dataset_num_classes", -1, [&] {
+    return mixp::check_dataset(dataset, "mixp_dataset_num_classes")->data->num_classes;
+  });
+}
+
+mixp_status mixp_dataset_sample_shape(const mixp_dataset *dataset, int64_t *shape, int *ndim) {
+  const char *fn = "mixp_dataset_sample_shape";
+  return mixp::guard(fn, [&] {
+    mixp::Dataset *d = mixp::check_dataset(dataset, fn);
+    mixp::check_out(shape, fn, "shape");
+    mixp::check_out(ndim, fn, "ndim");
+    const mixp::Shape &ss = d->data->sample_shape;
+    for (int i = 0; i < ss.ndim; ++i) shape[i] = ss[i];
+    *ndim = ss.ndim;
+  });
+}
+
+void mixp_loader_options_init(mixp_loader_options *options) {
+  if (!options) return;
+  *options = mixp_loader_options{};
+  options->struct_size = sizeof(mixp_loader_options);
+  options->batch_size = 64;
+  options->shuffle = 1;
+  options->drop_last = 0;
+  options->seed = 0;
+  options->dtype = MIXP_F32;
+  options->scale = 1.0 / 255.0;
+  options->mean = 0.0;
+  options->std = 1.0;
+}
+
+mixp_status mixp_loader_create(mixp_dataset *dataset, const mixp_loader_options *options,
+                               mixp_loader **out) {
+  const char *fn = "mixp_loader_create";
+  return mixp::guard(fn, [&] {
+    mixp::Dataset *d = mixp::check_dataset(dataset, fn);
+    mixp_loader_options o =
+        read_options(options, mixp_loader_options_init, fn, "mixp_loader_options_init");
+    mixp::check_loader_options(o, fn);
+    mixp::check_out(out, fn);
+    mixp::check_session(d->session.get(), fn, "the dataset's session");
+    *out = new mixp_loader(d->session, d->data, o);
+  });
+}
+
+void mixp_loader_destroy(mixp_loader *loader) {
+  if (loader && loader->magic == mixp_loader::kMagic) delete loader;
+}
+
+mixp_status mixp_loader_next(mixp_loader *loader, mixp_tensor **inputs, mixp_tensor **labels) {
+  const char *fn = "mixp_loader_next";
+  bool got = false;
+  mixp_status st = mixp::guard(fn, [&] {
+    mixp::Loader *l = mixp::check_loader(loader, fn);
+    mixp::check_out(inputs, fn, "inputs");
+    mixp::check_out(labels, fn, "labels");
+    mixp::TensorPtr x, y;
+    got = l->next(&x, &y);
+    if (got) {
+      mixp::give(inputs, std::move(x));
+      mixp::give(labels, std::move(y));
+    }
+  });
+  if (st != MIXP_OK) return st;
+  return got ? MIXP_OK : MIXP_DONE;
+}
+
+int64_t mixp_loader_num_batches(const mixp_loader *loader) {
+  return mixp::guard_value<int64_t>("mixp_loader_num_batches", -1, [&] {
+    return mixp::check_loader(loader, "mixp_loader_num_batches")->num_batches();
+  });
+}
+
+int64_t mixp_loader_epoch(const mixp_loader *loader) {
+  return mixp::guard_value<int64_t>("mixp_loader_epoch", -1, [&] {
+    return mixp::check_loader(loader, "mixp_loader_epoch")->epoch;
+  });
+}
+
+}  // extern "C"
