@@ -64,17 +64,10 @@ mixp_status mixp_tensor_borrow_host(mixp_session *session, void *data, size_t nb
     storage->data = data;
     storage->nbytes = nbytes;
     storage->owned = false;
-    TensorPtr t = TensorPtr::adopt(new mixp_tensor());
-    t->session = SessionRef::share(s);
-    t->dtype = dtype;
-    t->ndim = sh.ndim;
-    for (int i = 0; i < sh.ndim; ++i) t->shape[i] = sh.d[i];
-    contiguous_strides(sh, t->strides);
     // Set last: from here on the storage owns the duty to call on_release.
     storage->on_release = on_release;
     storage->release_user = user_data;
-    t->storage = std::move(storage);
-    give(out, t);
+    give(out, wrap_storage(s, dtype, sh, std::move(storage)));
   });
 }
 

@@ -60,6 +60,12 @@ template <class T> inline T store(acc_t<T> v) noexcept { return v; }
 template <> inline f16 store<f16>(float v) noexcept { return f16{f32_to_f16_bits(v)}; }
 template <> inline bf16 store<bf16>(float v) noexcept { return bf16{f32_to_bf16_bits(v)}; }
 
+// Rounds a double once into a storage type (no detour through fp32, which
+// would round twice for the half types).
+template <class T> inline T store_double(double v) noexcept { return T(v); }
+template <> inline f16 store_double<f16>(double v) noexcept { return f16{f64_to_f16_bits(v)}; }
+template <> inline bf16 store_double<bf16>(double v) noexcept { return bf16{f64_to_bf16_bits(v)}; }
+
 // Converts any element value to double and back (used by generic paths:
 // casts, fill, item). to_dtype rounds once, directly from double.
 double element_to_double(const void *p, DType t) noexcept;

@@ -90,6 +90,10 @@ TensorPtr empty(Session *s, DType dtype, const Shape &shape) {
   // Allocate at least one byte so every storage has a distinct address.
   storage->data = s->backend->allocate(nbytes ? nbytes : 1);
   s->note_alloc(nbytes);
+  return wrap_storage(s, dtype, shape, std::move(storage));
+}
+
+TensorPtr wrap_storage(Session *s, DType dtype, const Shape &shape, std::shared_ptr<Storage> storage) {
   TensorPtr t = TensorPtr::adopt(new mixp_tensor());
   t->session = SessionRef::share(s);
   t->dtype = dtype;

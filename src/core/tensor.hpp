@@ -118,6 +118,8 @@ int wrap_dim(int dim, int ndim, const char *fn, const char *arg = "dim");
 
 // Allocates an uninitialised contiguous tensor.
 TensorPtr empty(Session *s, DType dtype, const Shape &shape);
+// A contiguous tensor header over an existing storage.
+TensorPtr wrap_storage(Session *s, DType dtype, const Shape &shape, std::shared_ptr<Storage> storage);
 // Zero-filled contiguous tensor.
 TensorPtr zeros(Session *s, DType dtype, const Shape &shape);
 // Filled contiguous tensor.

@@ -13,17 +13,6 @@ namespace {
 
 constexpr int64_t kParallelMin = 1 << 14;
 
-template <class T>
-inline T round_to(double v) noexcept {
-  if constexpr (std::is_same_v<T, f16>) {
-    return f16{f64_to_f16_bits(v)};
-  } else if constexpr (std::is_same_v<T, bf16>) {
-    return bf16{f64_to_bf16_bits(v)};
-  } else {
-    return T(v);
-  }
-}
-
 // The largest value below 1 in each half format: a uniform close to 1 would
 // round up to 1.0 there, which would break the [0, 1) contract.
 constexpr uint16_t kF16BelowOne = 0x3BFF;   // 1 - 2^-11
@@ -67,7 +56,7 @@ void CpuBackend::rand_normal(const View &out, uint64_t seed, uint64_t offset) {
     using T = decltype(tag);
     T *p = static_cast<T *>(out.data);
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) p[i] = round_to<T>(philox_normal(seed, offset, uint64_t(i)));
+    for (int64_t i = 0; i < n; ++i) p[i] = store_double<T>(philox_normal(seed, offset, uint64_t(i)));
   });
 }
 

@@ -18,19 +18,6 @@
 namespace mixp {
 namespace {
 
-// Rounds a double once into the storage type (no detour through fp32, which
-// could round twice for the half types).
-template <class T>
-inline T store_d(double v) noexcept {
-  if constexpr (std::is_same_v<T, f16>) {
-    return f16{f64_to_f16_bits(v)};
-  } else if constexpr (std::is_same_v<T, bf16>) {
-    return bf16{f64_to_bf16_bits(v)};
-  } else {
-    return T(v);
-  }
-}
-
 template <class A>
 inline bool is_nan_val(A v) noexcept {
   if constexpr (std::is_floating_point_v<A>) {
@@ -90,7 +77,7 @@ void sum_rows_impl(const TI *x, int64_t rows, int64_t cols, TO *out, double scal
     for (int64_t r = 0; r < rows; ++r) {
       double s = 0.0;
       for (int64_t b = 0; b < nb; ++b) s += partial[size_t(r * nb + b)];
-      out[r] = store_d<TO>(s * scale);
+      out[r] = store_double<TO>(s * scale);
     }
     return;
   }
@@ -101,7 +88,7 @@ void sum_rows_impl(const TI *x, int64_t rows, int64_t cols, TO *out, double scal
       int64_t start = b * kSumBlock, len = std::min(kSumBlock, cols - start);
       s += block_sum(x + r * cols + start, len);
     }
-    out[r] = store_d<TO>(s * scale);
+    out[r] = store_double<TO>(s * scale);
   }
 }
 
@@ -165,13 +152,13 @@ void softmax_impl(const T *x, int64_t outer, int64_t n, int64_t inner, bool log,
       for (int64_t j = 0; j < w; ++j) sm[j] = std::log(sm[j]);
       for (int64_t k = 0; k < n; ++k)
         for (int64_t j = 0; j < w; ++j)
-          yb[k * inner + j] = store_d<T>(double(load<T>(xb[k * inner + j]) - mx[j]) - sm[j]);
+          yb[k * inner + j] = store_double<T>(double(load<T>(xb[k * inner + j]) - mx[j]) - sm[j]);
     } else {
       for (int64_t j = 0; j < w; ++j) sm[j] = 1.0 / sm[j];
       for (int64_t k = 0; k < n; ++k)
         for (int64_t j = 0; j < w; ++j)
           yb[k * inner + j] =
-              store_d<T>(double(std::exp(load<T>(xb[k * inner + j]) - mx[j])) * sm[j]);
+              store_double<T>(double(std::exp(load<T>(xb[k * inner + j]) - mx[j])) * sm[j]);
     }
   }
 }
@@ -197,7 +184,7 @@ void softmax_backward_impl(const T *y, const T *gy, int64_t outer, int64_t n, in
       for (int64_t j = 0; j < w; ++j) {
         const int64_t e = base + k * inner + j;
         double g = double(load<T>(gy[e])), yv = double(load<T>(y[e]));
-        gx[e] = store_d<T>(log ? g - std::exp(yv) * s[j] : yv * (g - s[j]));
+        gx[e] = store_double<T>(log ? g - std::exp(yv) * s[j] : yv * (g - s[j]));
       }
   }
 }
@@ -245,7 +232,7 @@ void cross_entropy_backward_impl(const T *logits, const int64_t *target, int64_t
     const int64_t t = target[i];
     T *g = glogits + i * c;
     if (t == ignore_index || t < 0 || t >= c) {
-      for (int64_t k = 0; k < c; ++k) g[k] = store_d<T>(0.0);
+      for (int64_t k = 0; k < c; ++k) g[k] = store_double<T>(0.0);
       continue;
     }
     const T *row = logits + i * c;
@@ -254,7 +241,7 @@ void cross_entropy_backward_impl(const T *logits, const int64_t *target, int64_t
     const double rs = double(row_scale[i]), inv = 1.0 / s;
     for (int64_t k = 0; k < c; ++k) {
       double p = std::exp(double(load<T>(row[k])) - m) * inv;
-      g[k] = store_d<T>(rs * (p - (k == t ? 1.0 : 0.0)));
+      g[k] = store_double<T>(rs * (p - (k == t ? 1.0 : 0.0)));
     }
   }
 }
