@@ -1,8 +1,12 @@
-/* mixp-train: the main job. Trains a multi-layer perceptron on Fashion-MNIST
- * (or on synthetic data when the dataset is not installed) through the public
- * C API only, and reports loss, test accuracy and throughput.
+/* mixp-train: the main job. Trains a model (an MLP by default, or one of
+ * the zoo's CNN, ResNet, MobileNetV3 and GPT models) on Fashion-MNIST,
+ * synthetic images or a text file through the public C API only, and
+ * reports loss, test accuracy (held-out loss for gpt), throughput and peak
+ * tensor memory.
  *
  *   mixp-train --data fashion-mnist --epochs 10
+ *   mixp-train --model resnet18 --data synthetic-images:3x32x32
+ *   mixp-train --model gpt --data text:README.md --block-size 64
  *
  * Exit status: 0 on success, 1 when a mixp call fails (the library's message
  * is printed), 2 for bad command-line flags. */
@@ -17,56 +21,36 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mixp/mixp.h"
+#include "mixp-train.h"
 
-#define MAX_HIDDEN 16
-#define SYNTH_TRAIN 60000
-#define SYNTH_TEST 10000
 #define EVAL_BATCH 1000
-
-typedef struct args {
-  const char *model;
-  const char *data;
-  const char *data_dir;
-  int epochs;
-  int64_t batch;
-  double lr;
-  int lr_set;
-  int adamw;
-  double weight_decay;
-  int wd_set;
-  uint64_t seed;
-  const char *device;
-  int threads;
-  int64_t limit_train;
-  int64_t limit_test;
-  int64_t hidden[MAX_HIDDEN];
-  int n_hidden;
-} args;
+#define MAX_PARAMS 4096
 
 /* ---- errors ------------------------------------------------------------- */
 
-static void die_mixp(const char *what) {
+/* Every library call goes through CHECK: a failure prints the library's own
+ * message (which names the function and the bad argument) and exits 1. */
+void die_mixp(const char *what) {
   fprintf(stderr, "mixp-train: %s failed: %s\n", what, mixp_last_error());
   exit(1);
 }
 
-/* Every library call goes through CHECK: a failure prints the library's own
- * message (which names the function and the bad argument) and exits 1. */
-#define CHECK(call)                            \
-  do {                                         \
-    if ((call) != MIXP_OK) die_mixp(#call);    \
-  } while (0)
-
 static void usage(FILE *f) {
   fprintf(f,
           "usage: mixp-train [options]\n"
-          "Trains an MLP classifier with mixp and reports test accuracy.\n"
+          "Trains a model with mixp and reports test accuracy (held-out loss for gpt).\n"
           "\n"
-          "  --model mlp             model (only mlp for now)\n"
+          "  --model NAME            mlp (default), cnn, resnet18, resnet34, resnet50,\n"
+          "                          mobilenet_v3_small, mobilenet_v3_large or gpt\n"
+          "  --model-config \"K=V ...\" zoo model settings (see mixp_model_create), e.g.\n"
+          "                          \"width=16\" or \"n_layer=4 n_embd=128\"; in_channels, classes,\n"
+          "                          image_size (cnn), vocab and block_size (gpt) come from the data\n"
           "  --hidden 256,128        hidden layer widths of the MLP\n"
-          "  --data NAME             fashion-mnist (default) or synthetic\n"
+          "  --data NAME             fashion-mnist (default), synthetic (1x28x28),\n"
+          "                          synthetic-images:CxHxW or text:PATH (gpt; any file, byte level)\n"
           "  --data-dir DIR          Fashion-MNIST directory (default /usr/share/datasets/fashion-mnist)\n"
+          "  --block-size N          tokens per text sample (default 64)\n"
+          "  --checkpoint-activations  recompute activations in backward instead of keeping them\n"
           "  --epochs N              training epochs (default 10)\n"
           "  --batch N               mini-batch size (default 128)\n"
           "  --optimizer NAME        adamw (default) or sgd (momentum 0.9)\n"
@@ -75,8 +59,8 @@ static void usage(FILE *f) {
           "  --seed N                seed of initialisation, shuffling and synthetic data (default 0)\n"
           "  --device S              cpu (default), cuda, cuda:N or auto\n"
           "  --threads N             CPU threads, 0 = all cores (default 0)\n"
-          "  --limit-train N         train on at most N samples per epoch\n"
-          "  --limit-test N          evaluate on at most N test samples\n"
+          "  --limit-train N         train on at most N samples per epoch (synthetic-images: generate N)\n"
+          "  --limit-test N          evaluate on at most N test samples (synthetic-images: generate N)\n"
           "  --help                  show this message\n");
 }
 
@@ -128,10 +112,38 @@ static void parse_hidden(args *a, const char *v) {
   if (a->n_hidden == 0) bad_usage("--hidden needs at least one width");
 }
 
+/* fashion-mnist, synthetic, synthetic-images:CxHxW or text:PATH. */
+static void parse_data(args *a, const char *v) {
+  a->data = v;
+  if (strcmp(v, "fashion-mnist") == 0) {
+    a->data_kind = DATA_FASHION_MNIST;
+  } else if (strcmp(v, "synthetic") == 0) {
+    a->data_kind = DATA_SYNTHETIC;
+  } else if (strncmp(v, "synthetic-images:", 17) == 0) {
+    long long c = 0, h = 0, w = 0;
+    char tail = 0;
+    if (sscanf(v + 17, "%lldx%lldx%lld%c", &c, &h, &w, &tail) != 3 || c < 1 || h < 1 || w < 1 ||
+        c > 4096 || h > 65536 || w > 65536)
+      bad_usage("--data synthetic-images:CxHxW expects three positive sizes such as 3x32x32, got '%s'", v);
+    a->data_kind = DATA_SYNTHETIC_IMAGES;
+    a->image_c = c;
+    a->image_h = h;
+    a->image_w = w;
+  } else if (strncmp(v, "text:", 5) == 0 && v[5] != '\0') {
+    a->data_kind = DATA_TEXT;
+    a->text_path = v + 5;
+  } else {
+    bad_usage("--data: unknown dataset '%s' (known: fashion-mnist, synthetic, "
+              "synthetic-images:CxHxW, text:PATH)", v);
+  }
+}
+
 static void parse_args(int argc, char **argv, args *a) {
   memset(a, 0, sizeof *a);
   a->model = "mlp";
   a->data = "fashion-mnist";
+  a->data_kind = DATA_FASHION_MNIST;
+  a->block_size = 64;
   a->epochs = 10;
   a->batch = 128;
   a->adamw = 1;
@@ -145,6 +157,10 @@ static void parse_args(int argc, char **argv, args *a) {
       usage(stdout);
       exit(0);
     }
+    if (strcmp(flag, "--checkpoint-activations") == 0) {
+      a->checkpoint_activations = 1;
+      continue;
+    }
     if (strncmp(flag, "--", 2) != 0) bad_usage("unexpected argument '%s'", flag);
     /* Both "--flag value" and "--flag=value". */
     char name[64];
@@ -157,6 +173,7 @@ static void parse_args(int argc, char **argv, args *a) {
     static const char *const known[] = {"--model", "--hidden", "--data", "--data-dir",
                                         "--epochs", "--batch", "--lr", "--optimizer",
                                         "--weight-decay", "--seed", "--device", "--threads",
+                                        "--model-config", "--block-size",
                                         "--limit-train", "--limit-test"};
     int is_known = 0;
     for (size_t k = 0; k < sizeof known / sizeof known[0]; ++k) is_known |= strcmp(name, known[k]) == 0;
@@ -168,14 +185,23 @@ static void parse_args(int argc, char **argv, args *a) {
       value = argv[++i];
     }
     if (strcmp(name, "--model") == 0) {
-      if (strcmp(value, "mlp") != 0) bad_usage("--model: unknown model '%s' (known: mlp)", value);
+      static const char *const models[] = {"mlp", "cnn", "resnet18", "resnet34", "resnet50",
+                                           "mobilenet_v3_small", "mobilenet_v3_large", "gpt"};
+      int ok = 0;
+      for (size_t k = 0; k < sizeof models / sizeof models[0]; ++k) ok |= strcmp(value, models[k]) == 0;
+      if (!ok)
+        bad_usage("--model: unknown model '%s' (known: mlp, cnn, resnet18, resnet34, resnet50, "
+                  "mobilenet_v3_small, mobilenet_v3_large, gpt)", value);
       a->model = value;
+    } else if (strcmp(name, "--model-config") == 0) {
+      if (strlen(value) > MAX_CONFIG / 2) bad_usage("--model-config is too long");
+      a->model_config = value;
     } else if (strcmp(name, "--hidden") == 0) {
       parse_hidden(a, value);
     } else if (strcmp(name, "--data") == 0) {
-      if (strcmp(value, "fashion-mnist") != 0 && strcmp(value, "synthetic") != 0)
-        bad_usage("--data: unknown dataset '%s' (known: fashion-mnist, synthetic)", value);
-      a->data = value;
+      parse_data(a, value);
+    } else if (strcmp(name, "--block-size") == 0) {
+      a->block_size = parse_int(name, value, 1, 1 << 20);
     } else if (strcmp(name, "--data-dir") == 0) {
       a->data_dir = value;
     } else if (strcmp(name, "--epochs") == 0) {
@@ -208,6 +234,12 @@ static void parse_args(int argc, char **argv, args *a) {
     }
   }
   if (!a->lr_set) a->lr = a->adamw ? 1e-3 : 0.05;
+  const int gpt = strcmp(a->model, "gpt") == 0;
+  if (gpt != (a->data_kind == DATA_TEXT))
+    bad_usage(gpt ? "--model gpt needs --data text:PATH"
+                  : "--data text:PATH needs --model gpt (the other models classify images)");
+  if (a->model_config && strcmp(a->model, "mlp") == 0)
+    bad_usage("--model-config is for the zoo models; the MLP takes --hidden");
 }
 
 /* ---- time and progress ------------------------------------------------------ */
@@ -229,117 +261,56 @@ static void progress(int epoch, int epochs, int64_t done, int64_t total, double 
   fflush(stdout);
 }
 
-/* ---- the model ------------------------------------------------------------- */
-
-typedef struct mlp {
-  mixp_module *layers[MAX_HIDDEN];
-  int n;
-  int64_t in_features;
-} mlp;
-
-static void mlp_create(mixp_session *s, int64_t in, const args *a, int64_t classes, mlp *m) {
-  m->n = 0;
-  m->in_features = in;
-  int64_t prev = in;
-  for (int i = 0; i <= a->n_hidden; ++i) {
-    int64_t width = i < a->n_hidden ? a->hidden[i] : classes;
-    CHECK(mixp_linear_create(s, prev, width, 1, MIXP_F32, &m->layers[m->n]));
-    m->n++;
-    prev = width;
-  }
-}
-
-static void mlp_destroy(mlp *m) {
-  for (int i = 0; i < m->n; ++i) mixp_module_destroy(m->layers[i]);
-  m->n = 0;
-}
-
-/* logits = L_n(relu(... relu(L_1(flatten(x))))) */
-static mixp_tensor *mlp_forward(const mlp *m, const mixp_tensor *x) {
-  int64_t flat[2] = {mixp_tensor_dim(x, 0), m->in_features};
-  mixp_tensor *h = NULL;
-  CHECK(mixp_reshape(x, flat, 2, &h));
-  for (int i = 0; i < m->n; ++i) {
-    mixp_tensor *y = NULL;
-    CHECK(mixp_module_forward(m->layers[i], h, &y));
-    mixp_tensor_release(h);
-    h = y;
-    if (i + 1 < m->n) {
-      CHECK(mixp_relu(h, &y));
-      mixp_tensor_release(h);
-      h = y;
-    }
-  }
-  return h;
-}
-
-static void mlp_set_training(const mlp *m, int training) {
-  for (int i = 0; i < m->n; ++i) CHECK(mixp_module_set_training(m->layers[i], training));
-}
-
-/* ---- data ---------------------------------------------------------------- */
-
-static mixp_dataset *synthetic(mixp_session *s, int64_t n, uint64_t seed) {
-  mixp_synthetic_options o;
-  mixp_synthetic_options_init(&o);
-  o.num_samples = n;
-  o.seed = seed;
-  mixp_dataset *d = NULL;
-  CHECK(mixp_dataset_synthetic(s, &o, &d));
-  return d;
-}
-
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* Opens the train and test splits; falls back to synthetic data when
- * Fashion-MNIST is not installed. Returns the name of what was loaded. */
-static const char *open_data(mixp_session *s, const args *a, mixp_dataset **train,
-                             mixp_dataset **test) {
-  if (strcmp(a->data, "fashion-mnist") == 0) {
-    mixp_status st = mixp_dataset_fashion_mnist(s, a->data_dir, 1, train);
-    if (st == MIXP_OK) {
-      CHECK(mixp_dataset_fashion_mnist(s, a->data_dir, 0, test));
-      return "fashion-mnist";
-    }
-    if (st != MIXP_ERR_IO) die_mixp("mixp_dataset_fashion_mnist");
-    printf("Fashion-MNIST is not available: %s\n", mixp_last_error());
-    printf("`apt-get install dataset-fashion-mnist` provides it; using synthetic data instead\n");
-  }
-  /* Same seed base for both splits: seed s trains, s + 1 tests; they share
-   * the class prototypes, so test accuracy measures generalisation. */
-  int64_t ntrain = a->limit_train > 0 ? min64(a->limit_train, SYNTH_TRAIN) : SYNTH_TRAIN;
-  int64_t ntest = a->limit_test > 0 ? min64(a->limit_test, SYNTH_TEST) : SYNTH_TEST;
-  *train = synthetic(s, ntrain, a->seed);
-  *test = synthetic(s, ntest, a->seed + 1);
-  return "synthetic";
+static double peak_mb(const mixp_session *s) {
+  mixp_memory_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  CHECK(mixp_memory_stats_get(s, &st));
+  return (double)st.peak_bytes / (1024.0 * 1024.0);
 }
 
-/* ---- training and evaluation ------------------------------------------------ */
+/* ---- evaluation -------------------------------------------------------------- */
 
-static double evaluate(const mlp *m, mixp_dataset *test, int64_t limit, mixp_session *s) {
+/* Accuracy of a classifier, or the mean token loss of a language model, on
+ * at most `limit` samples (all when 0). */
+static double evaluate(const model *m, mixp_dataset *test, int64_t limit, mixp_session *s) {
   mixp_loader_options lo;
   mixp_loader_options_init(&lo);
-  lo.batch_size = EVAL_BATCH;
+  lo.batch_size = m->is_gpt ? 64 : EVAL_BATCH;
   lo.shuffle = 0;
   mixp_loader *loader = NULL;
   CHECK(mixp_loader_create(test, &lo, &loader));
-  mlp_set_training(m, 0);
+  model_set_training(m, 0);
   CHECK(mixp_no_grad_begin(s));
   int64_t seen = 0, correct = 0;
+  double loss_sum = 0;
   int64_t pred[EVAL_BATCH], label[EVAL_BATCH];
   mixp_tensor *x = NULL, *y = NULL;
   mixp_status st = MIXP_DONE;
   while ((limit <= 0 || seen < limit) && (st = mixp_loader_next(loader, &x, &y)) == MIXP_OK) {
     int64_t b = mixp_tensor_dim(y, 0);
-    mixp_tensor *logits = mlp_forward(m, x);
-    mixp_tensor *am = NULL;
-    CHECK(mixp_argmax(logits, 1, 0, &am));
-    CHECK(mixp_tensor_to_host(am, pred, (size_t)b * sizeof(int64_t)));
-    CHECK(mixp_tensor_to_host(y, label, (size_t)b * sizeof(int64_t)));
     int64_t use = limit > 0 ? min64(b, limit - seen) : b;
-    for (int64_t i = 0; i < use; ++i) correct += pred[i] == label[i];
+    mixp_tensor *logits = model_forward(m, s, x, 0);
+    if (m->is_gpt) {
+      /* Whole batches only: the mean is per token, batches are equal-sized
+       * but for the last one, which is weighted by its size. */
+      mixp_tensor *loss = model_loss(m, logits, y);
+      double lv = 0;
+      CHECK(mixp_tensor_item(loss, &lv));
+      loss_sum += lv * (double)b;
+      use = b;
+      mixp_tensor_release(loss);
+    } else {
+      mixp_tensor *am = NULL;
+      CHECK(mixp_argmax(logits, 1, 0, &am));
+      CHECK(mixp_tensor_to_host(am, pred, (size_t)b * sizeof(int64_t)));
+      CHECK(mixp_tensor_to_host(y, label, (size_t)b * sizeof(int64_t)));
+      for (int64_t i = 0; i < use; ++i) correct += pred[i] == label[i];
+      mixp_tensor_release(am);
+    }
     seen += use;
-    mixp_tensor_release(am);
     mixp_tensor_release(logits);
     mixp_tensor_release(x);
     mixp_tensor_release(y);
@@ -348,9 +319,48 @@ static double evaluate(const mlp *m, mixp_dataset *test, int64_t limit, mixp_ses
     if (st != MIXP_DONE) die_mixp("mixp_loader_next");
   }
   CHECK(mixp_no_grad_end(s));
-  mlp_set_training(m, 1);
+  model_set_training(m, 1);
   mixp_loader_destroy(loader);
-  return seen > 0 ? (double)correct / (double)seen : 0.0;
+  if (seen == 0) return 0.0;
+  return m->is_gpt ? loss_sum / (double)seen : (double)correct / (double)seen;
+}
+
+/* ---- training -------------------------------------------------------------------- */
+
+typedef struct trainer {
+  const model *m;
+  mixp_optimizer *opt;
+  mixp_session *s;
+  const args *a;
+  int64_t steps;
+  double first_loss;     /* of the first step */
+  double recent[10];     /* the last steps' losses, a ring */
+} trainer;
+
+/* One optimisation step on a batch; returns the loss. Everything a step
+ * does (precision policy, loss scaling, clipping) belongs here. */
+static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y) {
+  mixp_tensor *logits = model_forward(t->m, t->s, x, t->a->checkpoint_activations);
+  mixp_tensor *loss = model_loss(t->m, logits, y);
+  CHECK(mixp_optimizer_zero_grad(t->opt));
+  CHECK(mixp_backward(loss, NULL));
+  CHECK(mixp_optimizer_step(t->opt));
+  double lv = 0;
+  CHECK(mixp_tensor_item(loss, &lv));
+  mixp_tensor_release(loss);
+  mixp_tensor_release(logits);
+  if (t->steps == 0) t->first_loss = lv;
+  t->recent[t->steps % 10] = lv;
+  t->steps++;
+  return lv;
+}
+
+/* The mean loss of the last (up to ten) steps. */
+static double recent_loss(const trainer *t) {
+  int64_t n = t->steps < 10 ? t->steps : 10;
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += t->recent[i];
+  return n > 0 ? sum / (double)n : 0.0;
 }
 
 typedef struct epoch_stats {
@@ -359,8 +369,8 @@ typedef struct epoch_stats {
   double seconds;
 } epoch_stats;
 
-static epoch_stats train_epoch(const mlp *m, mixp_optimizer *opt, mixp_loader *loader,
-                               const args *a, int epoch, int tty) {
+static epoch_stats train_epoch(trainer *t, mixp_loader *loader, int epoch, int tty) {
+  const args *a = t->a;
   epoch_stats r = {0, 0, 0};
   int64_t batches = mixp_loader_num_batches(loader);
   if (a->limit_train > 0) batches = min64(batches, (a->limit_train + a->batch - 1) / a->batch);
@@ -370,25 +380,16 @@ static epoch_stats train_epoch(const mlp *m, mixp_optimizer *opt, mixp_loader *l
   mixp_status st = MIXP_DONE;
   while ((st = mixp_loader_next(loader, &x, &y)) == MIXP_OK) {
     if (done < batches) {
-      mixp_tensor *logits = mlp_forward(m, x);
-      mixp_tensor *loss = NULL;
-      CHECK(mixp_cross_entropy(logits, y, MIXP_REDUCTION_MEAN, MIXP_IGNORE_INDEX_DEFAULT, &loss));
-      CHECK(mixp_optimizer_zero_grad(opt));
-      CHECK(mixp_backward(loss, NULL));
-      CHECK(mixp_optimizer_step(opt));
-      double lv = 0;
-      CHECK(mixp_tensor_item(loss, &lv));
+      double lv = train_step(t, x, y);
       int64_t b = mixp_tensor_dim(y, 0);
       loss_sum += lv * (double)b;
       r.samples += b;
       ++done;
-      mixp_tensor_release(loss);
-      mixp_tensor_release(logits);
-      double t = now_s();
-      if (tty && (t - last_draw > 0.1 || done == batches)) {
+      double now = now_s();
+      if (tty && (now - last_draw > 0.1 || done == batches)) {
         progress(epoch, a->epochs, done, batches, loss_sum / (double)r.samples,
-                 (double)r.samples / (t - t0));
-        last_draw = t;
+                 (double)r.samples / (now - t0));
+        last_draw = now;
       }
     }
     /* With --limit-train the rest of the epoch is drawn but not trained on,
@@ -431,27 +432,23 @@ int main(int argc, char **argv) {
   int64_t ntrain = mixp_dataset_size(train), ntest = mixp_dataset_size(test);
   if (a.limit_train > 0) ntrain = min64(ntrain, a.limit_train);
   if (a.limit_test > 0) ntest = min64(ntest, a.limit_test);
-  printf("data: %s, %" PRId64 " train / %" PRId64 " test samples of %" PRId64 " features, %" PRId64
-         " classes\n",
-         data_name, ntrain, ntest, in_features, classes);
+  if (a.data_kind == DATA_TEXT)
+    printf("data: text %s, %" PRId64 " train / %" PRId64 " held-out windows of %" PRId64
+           " tokens, vocabulary of %" PRId64 "\n",
+           a.text_path, ntrain, ntest, a.block_size, classes);
+  else
+    printf("data: %s, %" PRId64 " train / %" PRId64 " test samples of %" PRId64
+           " features, %" PRId64 " classes\n",
+           data_name, ntrain, ntest, in_features, classes);
 
-  mlp m;
-  mlp_create(s, in_features, &a, classes, &m);
-  mixp_tensor *params[2 * MAX_HIDDEN];
-  int np = 0;
+  model m;
+  model_create(s, &a, shape, ndim, classes, &m);
+  mixp_tensor *params[MAX_PARAMS];
+  int np = model_parameters(&m, params, MAX_PARAMS);
   int64_t nweights = 0;
-  for (int i = 0; i < m.n; ++i) {
-    int k = mixp_module_num_parameters(m.layers[i]);
-    if (k < 0) die_mixp("mixp_module_num_parameters");
-    for (int j = 0; j < k && np < 2 * MAX_HIDDEN; ++j) {
-      CHECK(mixp_module_parameter(m.layers[i], j, &params[np]));
-      nweights += mixp_tensor_numel(params[np]);
-      ++np;
-    }
-  }
-  printf("model: mlp %" PRId64, in_features);
-  for (int i = 0; i < a.n_hidden; ++i) printf("-%" PRId64, a.hidden[i]);
-  printf("-%" PRId64 " (%" PRId64 " parameters)\n", classes, nweights);
+  for (int i = 0; i < np; ++i) nweights += mixp_tensor_numel(params[i]);
+  printf("model: %s (%" PRId64 " parameters)%s\n", m.config, nweights,
+         a.checkpoint_activations ? " | activation checkpointing" : "");
 
   mixp_optimizer_options oo;
   mixp_optimizer_options_init(&oo, a.adamw ? MIXP_OPTIM_ADAMW : MIXP_OPTIM_SGD);
@@ -474,26 +471,37 @@ int main(int argc, char **argv) {
   mixp_loader *loader = NULL;
   CHECK(mixp_loader_create(train, &lo, &loader));
 
-  double acc = 0, train_seconds = 0;
+  trainer t = {&m, opt, s, &a, 0, 0.0, {0}};
+  double metric = 0, train_seconds = 0, peak = 0;
   int64_t train_samples = 0;
+  const char *metric_name = m.is_gpt ? "val_loss" : "test_accuracy";
   for (int e = 1; e <= a.epochs; ++e) {
-    epoch_stats r = train_epoch(&m, opt, loader, &a, e, tty);
+    CHECK(mixp_memory_stats_reset_peak(s));
+    epoch_stats r = train_epoch(&t, loader, e, tty);
+    double epoch_peak = peak_mb(s);
+    if (epoch_peak > peak) peak = epoch_peak;
     double t0 = now_s();
-    acc = evaluate(&m, test, a.limit_test, s);
+    metric = evaluate(&m, test, a.limit_test, s);
     double eval_s = now_s() - t0;
     train_seconds += r.seconds;
     train_samples += r.samples;
-    printf("epoch %d/%d: train_loss=%.4f test_accuracy=%.4f samples_per_sec=%.0f time=%.1fs\n",
-           e, a.epochs, r.loss, acc, r.seconds > 0 ? (double)r.samples / r.seconds : 0.0,
-           r.seconds + eval_s);
+    printf("epoch %d/%d: train_loss=%.4f %s=%.4f samples_per_sec=%.0f time=%.1fs peak_mem_mb=%.1f\n",
+           e, a.epochs, r.loss, metric_name, metric,
+           r.seconds > 0 ? (double)r.samples / r.seconds : 0.0, r.seconds + eval_s, epoch_peak);
     fflush(stdout);
   }
-  printf("final: test_accuracy=%.4f epochs=%d time=%.1fs samples_per_sec=%.0f\n", acc, a.epochs,
-         now_s() - t_start, train_seconds > 0 ? (double)train_samples / train_seconds : 0.0);
+  const double rate = train_seconds > 0 ? (double)train_samples / train_seconds : 0.0;
+  if (m.is_gpt)
+    printf("final: val_loss=%.4f first_loss=%.4f last_loss=%.4f epochs=%d time=%.1fs "
+           "samples_per_sec=%.0f peak_mem_mb=%.1f\n",
+           metric, t.first_loss, recent_loss(&t), a.epochs, now_s() - t_start, rate, peak);
+  else
+    printf("final: test_accuracy=%.4f epochs=%d time=%.1fs samples_per_sec=%.0f peak_mem_mb=%.1f\n",
+           metric, a.epochs, now_s() - t_start, rate, peak);
 
   mixp_loader_destroy(loader);
   mixp_optimizer_destroy(opt);
-  mlp_destroy(&m);
+  model_destroy(&m);
   mixp_dataset_destroy(train);
   mixp_dataset_destroy(test);
   mixp_session_destroy(s);

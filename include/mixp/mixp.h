@@ -154,6 +154,23 @@ MIXP_API mixp_status mixp_last_status(void);
 /** Opaque session handle. */
 typedef struct mixp_session mixp_session;
 
+/** What the numerics checker does after every operation (forward and
+ *  backward): the tool Paddle users know as FLAGS_check_nan_inf. */
+typedef MIXP_ENUM(mixp_numerics_mode) {
+  MIXP_NUMERICS_OFF = 0,    /**< No check (default; no cost). */
+  MIXP_NUMERICS_WARN = 1,   /**< Log the first non-finite output of each op (see mixp_session_set_log_callback()). */
+  MIXP_NUMERICS_ERROR = 2   /**< Make the call fail with MIXP_ERR_NUMERIC and that report. */
+} mixp_numerics_mode;
+
+/** Severity of a log message. */
+typedef MIXP_ENUM(mixp_log_level) {
+  MIXP_LOG_INFO = 0,     /**< Informational (e.g. which device "auto" chose). */
+  MIXP_LOG_WARNING = 1   /**< Something the user should look at (e.g. a numerics warning). */
+} mixp_log_level;
+
+/** Receives the session's log messages. @p message is valid during the call only. */
+typedef void (*mixp_log_fn)(void *user_data, mixp_log_level level, const char *message);
+
 /** Options for mixp_session_create(). Fill with mixp_session_options_init(). */
 typedef struct mixp_session_options {
   uint32_t struct_size;  /**< sizeof(mixp_session_options); set by init. */
@@ -163,6 +180,11 @@ typedef struct mixp_session_options {
   const char *device;
   uint64_t seed;         /**< Seed of the counter-based (Philox) RNG; default 0. */
   int num_threads;       /**< CPU threads for kernels; 0 (default) = all cores. */
+  /** Allow TF32 Tensor Core math for F32 matrix products on GPUs (default 0).
+   *  The environment variable MIXP_TF32_OVERRIDE=0|1 wins over this field.
+   *  The CPU backend records it and computes F32 products in full fp32. */
+  int allow_tf32;
+  mixp_numerics_mode check_numerics;  /**< Numerics checker mode (default off). */
 } mixp_session_options;
 
 /**
@@ -237,6 +259,45 @@ MIXP_API mixp_status mixp_no_grad_end(mixp_session *session);
  * @return 1 if grad mode is on, 0 inside a no-grad region or for NULL.
  */
 MIXP_API int mixp_grad_enabled(const mixp_session *session);
+
+/**
+ * Turns TF32 math for F32 matrix products on or off (see
+ * mixp_session_options::allow_tf32). MIXP_TF32_OVERRIDE in the environment,
+ * when set to 0 or 1, wins.
+ * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT for a NULL session.
+ */
+MIXP_API mixp_status mixp_session_set_tf32(mixp_session *session, int allow);
+
+/**
+ * Whether F32 matrix products may use TF32, after MIXP_TF32_OVERRIDE.
+ * @return 1 or 0 (0 for NULL).
+ */
+MIXP_API int mixp_session_tf32(const mixp_session *session);
+
+/**
+ * Sets the numerics checker mode. After every operation, in the forward and
+ * the backward pass, the first non-finite output is reported with the op
+ * name, the phase, the output index, dtype, shape and NaN/Inf counts.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or an unknown mode.
+ */
+MIXP_API mixp_status mixp_session_set_numerics_check(mixp_session *session,
+                                                     mixp_numerics_mode mode);
+
+/**
+ * The most recent numerics report of the session (warn or error mode).
+ * @return A string borrowed from the session, valid until the next operation
+ *         on it; "" when nothing non-finite was seen (or for NULL).
+ */
+MIXP_API const char *mixp_session_numerics_report(const mixp_session *session);
+
+/**
+ * Routes the session's log messages to @p fn (NULL restores the default:
+ * warnings to stderr, info dropped). The callback runs on the thread that
+ * makes the call producing the message.
+ * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT for a NULL session.
+ */
+MIXP_API mixp_status mixp_session_set_log_callback(mixp_session *session, mixp_log_fn fn,
+                                                   void *user_data);
 
 /** Byte counts of the tensor memory a session has allocated. */
 typedef struct mixp_memory_stats {
@@ -527,6 +588,81 @@ MIXP_API mixp_status mixp_backward(mixp_tensor *loss, const mixp_tensor *seed_gr
 
 /** @} */
 
+/** @defgroup checkpoint Activation checkpointing
+ *  A checkpoint region trades compute for memory: the operations called
+ *  between mixp_checkpoint_begin() and mixp_checkpoint_end() keep no
+ *  activations for backward. Instead the region records an op tape (each
+ *  operation the caller makes, with its non-tensor arguments and its tensor
+ *  inputs by identity) and mixp_checkpoint_end() attaches one graph node
+ *  (op name "checkpoint") to the region's outputs. When backward reaches it,
+ *  the node recomputes the region by replaying the tape, with grad mode on,
+ *  then back-propagates through the recomputed operations. No host callback
+ *  runs, so regions work the same from every binding.
+ *
+ *  Guarantees: the replay runs the same kernels in the same order on the
+ *  same values, draws each random operation (dropout) from the same Philox
+ *  position as in forward, and applies the casts autocast made in forward
+ *  (whatever autocast state is active during backward), so gradients are
+ *  bitwise identical to those computed without the region. (The one
+ *  exception: a value that receives more than two gradient contributions,
+ *  some inside and some outside the region, may have them summed in another
+ *  order.)
+ *
+ *  Typical use is one region per block of a deep model (a residual block, a
+ *  transformer layer): the forward pass then keeps only the blocks' inputs
+ *  and outputs, and backward holds one block's activations at a time. A
+ *  single region around a whole model saves nothing at the peak, since its
+ *  replay rebuilds every activation at once.
+ *
+ *  Rules:
+ *  - Tensors made before the region, or inside it by anything other than an
+ *    operation (mixp_tensor_from_host(), mixp_tensor_detach(), ...), are the
+ *    region's inputs: the region keeps them alive until backward, and they
+ *    must not be modified in place before then.
+ *  - Every value made inside the region and used after it must be passed to
+ *    mixp_checkpoint_end() as an output; other values carry no gradient
+ *    history, like values computed in a no-grad region.
+ *  - Regions do not nest; mixp_backward() and in-place updates
+ *    (mixp_tensor_copy_(), optimizer steps, loss scaling) cannot run inside
+ *    one. Any operation and mixp_module_forward() can.
+ *  - Batch normalisation inside a region updates its running statistics
+ *    once, in forward; the replay does not repeat the update.
+ *  - The outputs can be back-propagated once, like any graph.
+ *  @{ */
+
+/**
+ * Opens a checkpoint region on @p session: until mixp_checkpoint_end(),
+ * operations on its tensors record no autograd graph and keep no saved
+ * activations; they are recorded on the region's op tape instead.
+ * mixp_grad_enabled() reports 0 inside the region.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a NULL or destroyed session;
+ *         MIXP_ERR_STATE if a region is already open on the session.
+ */
+MIXP_API mixp_status mixp_checkpoint_begin(mixp_session *session);
+
+/**
+ * Closes the open region and gives @p outputs a gradient history through
+ * the region: one "checkpoint" node whose backward replays the op tape.
+ * Outputs that were not made inside the region are left as they are, and
+ * no node is made when grad mode was off at mixp_checkpoint_begin() or no
+ * input of the region requires grad.
+ * @param outputs The values of the region used after it (borrowed; each
+ *                must belong to @p session). May be NULL when @p n is 0.
+ * @param n       Number of entries in @p outputs (>= 0).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a NULL session, a NULL or
+ *         invalid outputs array or entry, or a negative @p n (the region
+ *         stays open); MIXP_ERR_STATE when no region is open or a no-grad
+ *         region opened inside it is still open (the region stays open);
+ *         MIXP_ERR_DEVICE for an output of another session (the region stays
+ *         open); MIXP_ERR_UNSUPPORTED, naming the operation, when the region
+ *         ran something that cannot be replayed (the region is closed and
+ *         the outputs carry no gradient history).
+ */
+MIXP_API mixp_status mixp_checkpoint_end(mixp_session *session, mixp_tensor *const *outputs,
+                                         int n);
+
+/** @} */
+
 /** @defgroup ops Operations
  *  Every operation has a stable lowercase name (in parentheses below) used in
  *  error messages. Operations on floating tensors accept F32, F64, F16 and
@@ -676,6 +812,218 @@ MIXP_API mixp_status mixp_cat(const mixp_tensor *const *tensors, int n, int dim,
 
 /** @} */
 
+/** @defgroup ops_nn Convolution, normalisation, pooling and attention
+ *  The operations of convolutional networks and transformers. Same
+ *  conventions as @ref ops: float dtypes F32/F64/F16/BF16, results owned by
+ *  the caller, errors naming the argument.
+ *  @{ */
+
+/** Memory layout of 4-D image tensors. */
+typedef MIXP_ENUM(mixp_layout) {
+  MIXP_NCHW = 0,  /**< [N, C, H, W] (PyTorch's default). */
+  MIXP_NHWC = 1   /**< [N, H, W, C] (channels last; Tensor Core friendly). */
+} mixp_layout;
+
+/** Geometry of mixp_conv2d(); fill with mixp_conv2d_options_init(). */
+typedef struct mixp_conv2d_options {
+  uint32_t struct_size;      /**< sizeof(mixp_conv2d_options). */
+  int64_t stride_h;          /**< Vertical stride (default 1). */
+  int64_t stride_w;          /**< Horizontal stride (default 1). */
+  int64_t pad_h;             /**< Zero padding on top and bottom (default 0). */
+  int64_t pad_w;             /**< Zero padding left and right (default 0). */
+  int64_t dilation_h;        /**< Vertical dilation (default 1). */
+  int64_t dilation_w;        /**< Horizontal dilation (default 1). */
+  int64_t groups;            /**< Channel groups; groups == C_in is depthwise (default 1). */
+  mixp_layout layout;        /**< Layout of x and of the result (default NCHW). The weight is
+                                  always [C_out, C_in/groups, kH, kW]. */
+} mixp_conv2d_options;
+
+/** Fills @p options with defaults and sets struct_size. @param[out] options NULL is ignored. */
+MIXP_API void mixp_conv2d_options_init(mixp_conv2d_options *options);
+
+/** (conv2d) 2-D convolution (cross-correlation, as PyTorch): x [N,C_in,H,W]
+ *  (or NHWC), weight [C_out, C_in/groups, kH, kW], bias [C_out] or NULL;
+ *  @p options NULL for the defaults. */
+MIXP_API mixp_status mixp_conv2d(const mixp_tensor *x, const mixp_tensor *weight,
+                                 const mixp_tensor *bias, const mixp_conv2d_options *options,
+                                 mixp_tensor **out);
+
+/** Geometry of the 2-D pooling ops; fill with mixp_pool2d_options_init(). */
+typedef struct mixp_pool2d_options {
+  uint32_t struct_size;   /**< sizeof(mixp_pool2d_options). */
+  int64_t kernel_h;       /**< Window height (default 2). */
+  int64_t kernel_w;       /**< Window width (default 2). */
+  int64_t stride_h;       /**< Vertical stride (default 0 = kernel_h). */
+  int64_t stride_w;       /**< Horizontal stride (default 0 = kernel_w). */
+  int64_t pad_h;          /**< Implicit padding (-inf for max, excluded or zero for avg; default 0). */
+  int64_t pad_w;          /**< See pad_h. */
+  int count_include_pad;  /**< avg_pool2d: count padded zeros in the divisor (default 1, as PyTorch). */
+  mixp_layout layout;     /**< Layout of x and of the result (default NCHW). */
+} mixp_pool2d_options;
+
+/** Fills @p options with defaults and sets struct_size. @param[out] options NULL is ignored. */
+MIXP_API void mixp_pool2d_options_init(mixp_pool2d_options *options);
+
+/** (max_pool2d) Maximum over windows; the gradient goes to the first maximum. */
+MIXP_API mixp_status mixp_max_pool2d(const mixp_tensor *x, const mixp_pool2d_options *options,
+                                     mixp_tensor **out);
+/** (avg_pool2d) Mean over windows. */
+MIXP_API mixp_status mixp_avg_pool2d(const mixp_tensor *x, const mixp_pool2d_options *options,
+                                     mixp_tensor **out);
+/** (adaptive_avg_pool2d) Mean pooling to an output of out_h x out_w (1 x 1
+ *  is global average pooling), PyTorch's adaptive window rule. */
+MIXP_API mixp_status mixp_adaptive_avg_pool2d(const mixp_tensor *x, int64_t out_h, int64_t out_w,
+                                              mixp_layout layout, mixp_tensor **out);
+
+/** (batch_norm) Batch normalisation over the channel dim (dim 1 for NCHW,
+ *  the last for NHWC; 2-D [N, C] inputs also work). In training it
+ *  normalises with the batch statistics and updates @p running_mean and
+ *  @p running_var in place (momentum update with the unbiased variance, as
+ *  PyTorch; either may be NULL); in eval it uses them. @p weight/@p bias
+ *  ([C]) may be NULL (no affine). */
+MIXP_API mixp_status mixp_batch_norm(const mixp_tensor *x, const mixp_tensor *weight,
+                                     const mixp_tensor *bias, mixp_tensor *running_mean,
+                                     mixp_tensor *running_var, int training, double momentum,
+                                     double eps, mixp_layout layout, mixp_tensor **out);
+/** (layer_norm) Normalises over the last @p normalized_ndim dims; weight and
+ *  bias have those dims' shape, or are NULL. */
+MIXP_API mixp_status mixp_layer_norm(const mixp_tensor *x, int normalized_ndim,
+                                     const mixp_tensor *weight, const mixp_tensor *bias,
+                                     double eps, mixp_tensor **out);
+/** (group_norm) Normalises NCHW (or [N, C, ...]) x over @p groups channel
+ *  groups; weight/bias [C] or NULL. */
+MIXP_API mixp_status mixp_group_norm(const mixp_tensor *x, int64_t groups,
+                                     const mixp_tensor *weight, const mixp_tensor *bias,
+                                     double eps, mixp_tensor **out);
+
+/** (hardswish) x * relu6(x + 3) / 6. */
+MIXP_API mixp_status mixp_hardswish(const mixp_tensor *x, mixp_tensor **out);
+/** (hardsigmoid) relu6(x + 3) / 6. */
+MIXP_API mixp_status mixp_hardsigmoid(const mixp_tensor *x, mixp_tensor **out);
+/** (silu) x * sigmoid(x). */
+MIXP_API mixp_status mixp_silu(const mixp_tensor *x, mixp_tensor **out);
+
+/** (embedding) Rows of @p weight [V, D] picked by I64 @p indices (any shape)
+ *  -> [..., D]. Rows equal to @p padding_idx get no gradient (pass -1 for
+ *  none); indices must be in [0, V). */
+MIXP_API mixp_status mixp_embedding(const mixp_tensor *weight, const mixp_tensor *indices,
+                                    int64_t padding_idx, mixp_tensor **out);
+
+/** (scaled_dot_product_attention) softmax(q k^T * scale + mask) v with q
+ *  [..., L, E], k [..., S, E], v [..., S, Ev]. @p is_causal masks positions
+ *  j > i; @p dropout_p applies dropout to the attention weights (Philox
+ *  stream of the session); @p scale <= 0 means 1/sqrt(E). */
+MIXP_API mixp_status mixp_scaled_dot_product_attention(const mixp_tensor *q, const mixp_tensor *k,
+                                                       const mixp_tensor *v, int is_causal,
+                                                       double dropout_p, double scale,
+                                                       mixp_tensor **out);
+
+/** (split) Splits @p x along @p dim into @p n pieces of the given sizes
+ *  (they must add up to the dim's size); @p outs receives @p n tensors
+ *  (views; each owned by the caller). */
+MIXP_API mixp_status mixp_split(const mixp_tensor *x, const int64_t *sizes, int n, int dim,
+                                mixp_tensor **outs);
+/** (flatten) Merges dims start_dim..end_dim (inclusive; negative count from
+ *  the end) into one. */
+MIXP_API mixp_status mixp_flatten(const mixp_tensor *x, int start_dim, int end_dim,
+                                  mixp_tensor **out);
+/** (pad) Constant padding like PyTorch's F.pad: @p pads holds (before,
+ *  after) pairs starting from the LAST dim; @p npads is even and at most
+ *  2*ndim; negative pads crop. */
+MIXP_API mixp_status mixp_pad(const mixp_tensor *x, const int64_t *pads, int npads, double value,
+                              mixp_tensor **out);
+
+/** @} */
+
+/** @defgroup autocast Autocast (mixed-precision op policies)
+ *  Inside an autocast region, each operation casts its float inputs by a
+ *  policy: GEMM-like ops run in the low dtype, range-sensitive ops in fp32,
+ *  binary ops at the widest input type. Regions nest and are per session.
+ *  @{ */
+
+/** Mixed-precision levels (Apex/Paddle naming). */
+typedef MIXP_ENUM(mixp_amp_level) {
+  MIXP_AMP_O0 = 0,  /**< Everything in the inputs' dtypes (autocast off). */
+  MIXP_AMP_O1 = 1,  /**< Per-op lists: low precision for GEMM-like ops, fp32 for sensitive ops. */
+  MIXP_AMP_O2 = 2   /**< Everything in low precision except the fp32 list and the custom black list. */
+} mixp_amp_level;
+
+/** What an op does with its float inputs (F64 inputs are never cast). */
+typedef MIXP_ENUM(mixp_cast_policy) {
+  MIXP_CAST_NONE = 0,     /**< Runs in its inputs' dtypes. */
+  MIXP_CAST_LOWER = 1,    /**< Casts F32 inputs to the region's low dtype. */
+  MIXP_CAST_FP32 = 2,     /**< Casts F16/BF16 inputs to F32. */
+  MIXP_CAST_PROMOTE = 3   /**< Casts all float inputs to the widest among them. */
+} mixp_cast_policy;
+
+/** Options of mixp_autocast_push(); fill with mixp_autocast_options_init(). */
+typedef struct mixp_autocast_options {
+  uint32_t struct_size;       /**< sizeof(mixp_autocast_options). */
+  int enabled;                /**< 0 runs everything in fp32 inside the region (default 1). */
+  mixp_dtype dtype;           /**< MIXP_F16 or MIXP_BF16 (default BF16, PyTorch's CPU default). */
+  mixp_amp_level level;       /**< O0, O1 (default) or O2. */
+  /** Op names forced to low precision (Paddle's custom_white_list); borrowed during the call. */
+  const char *const *custom_white_list;
+  int n_custom_white;         /**< Entries in custom_white_list. */
+  /** Op names forced to fp32 (custom_black_list); borrowed during the call. */
+  const char *const *custom_black_list;
+  int n_custom_black;         /**< Entries in custom_black_list. */
+  int cache_enabled;          /**< Cache low-precision copies of fp32 parameters (default 1). */
+} mixp_autocast_options;
+
+/**
+ * Fills @p options with defaults and sets struct_size.
+ * @param[out] options NULL is ignored.
+ */
+MIXP_API void mixp_autocast_options_init(mixp_autocast_options *options);
+
+/**
+ * Opens an autocast region on the session; it lasts until the matching
+ * mixp_autocast_pop(). The cast cache (low-precision copies of fp32 leaf
+ * tensors that require grad, i.e. parameters) is cleared when the outermost
+ * region closes: keep regions around the forward pass, as in PyTorch.
+ * @param[in] options NULL for the defaults.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for an unknown level, an unknown
+ *         op name in a custom list, or an op in both lists; MIXP_ERR_DTYPE for
+ *         a dtype other than F16/BF16.
+ */
+MIXP_API mixp_status mixp_autocast_push(mixp_session *session,
+                                        const mixp_autocast_options *options);
+
+/**
+ * Closes the innermost autocast region, restoring the outer state.
+ * @return MIXP_OK; MIXP_ERR_STATE if no region is open.
+ */
+MIXP_API mixp_status mixp_autocast_pop(mixp_session *session);
+
+/** The answer of mixp_autocast_policy(). */
+typedef struct mixp_autocast_policy_info {
+  uint32_t struct_size;     /**< sizeof(mixp_autocast_policy_info); set by the caller. */
+  mixp_cast_policy cast;    /**< What the op does with its float inputs now. */
+  mixp_dtype dtype;         /**< The dtype MIXP_CAST_LOWER/FP32 cast to (F32 otherwise). */
+} mixp_autocast_policy_info;
+
+/**
+ * What op @p op_name would do with its inputs under the session's current
+ * autocast state.
+ * @param[out] policy Filled on success; set its struct_size first.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or an unknown op name.
+ */
+MIXP_API mixp_status mixp_autocast_policy(const mixp_session *session, const char *op_name,
+                                          mixp_autocast_policy_info *policy);
+
+/** @return The number of named operations. Thread-safe. */
+MIXP_API int mixp_op_count(void);
+
+/**
+ * The stable name of operation @p index, e.g. "matmul".
+ * @return A static string, or NULL for an index out of [0, mixp_op_count()).
+ *         Thread-safe.
+ */
+MIXP_API const char *mixp_op_name(int index);
+
+/** @} */
+
 /** @defgroup nn Layers (modules)
  *  A module owns parameters (tensors that require grad) and computes a
  *  forward pass from public operations.
@@ -735,6 +1083,175 @@ MIXP_API const char *mixp_module_parameter_name(const mixp_module *module, int i
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
  */
 MIXP_API mixp_status mixp_module_set_training(mixp_module *module, int training);
+
+/**
+ * Creates a Conv2d layer: y = mixp_conv2d(x, weight, bias, geom), with
+ * PyTorch's default initialisation (weight and bias uniform in
+ * [-1/sqrt(fan_in), 1/sqrt(fan_in)], fan_in = in_channels/groups * kh * kw,
+ * weight first, from the session's stream). Parameters: "weight"
+ * [out_channels, in_channels/groups, kernel_h, kernel_w] and "bias"
+ * [out_channels].
+ * @param geom  Stride, padding, dilation, groups and layout (copied); NULL for
+ *              the defaults of mixp_conv2d_options_init().
+ * @param bias  1 to learn a bias, 0 for none.
+ * @param dtype A float dtype for the parameters.
+ * @param[out] out Receives the module (owned: mixp_module_destroy()).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a non-positive size, stride,
+ *         dilation or group count, negative padding, channels not divisible
+ *         by the groups, a bad struct_size or layout, bias not 0/1;
+ *         MIXP_ERR_DTYPE for a non-float dtype.
+ */
+MIXP_API mixp_status mixp_conv2d_create(mixp_session *session, int64_t in_channels,
+                                        int64_t out_channels, int64_t kernel_h,
+                                        int64_t kernel_w, const mixp_conv2d_options *geom,
+                                        int bias, mixp_dtype dtype, mixp_module **out);
+
+/**
+ * Creates a BatchNorm2d layer over the channels of NCHW input (2-D [N, C]
+ * input works too), as torch.nn.BatchNorm2d: in training mode it normalises
+ * with the batch statistics, updates the running statistics with @p momentum
+ * and counts the batch; in evaluation mode (mixp_module_set_training(m, 0))
+ * it uses the running statistics. Parameters (when @p affine): "weight" [C]
+ * (ones) and "bias" [C] (zeros). Buffers: "running_mean" [C] (zeros),
+ * "running_var" [C] (ones) in @p dtype and "num_batches_tracked" (I64
+ * scalar). O2 decorate keeps this layer in fp32; an input of another float
+ * dtype is then normalised in the parameters' dtype and returned in its own.
+ * @param eps      Added to the variance; finite and > 0 (PyTorch: 1e-5).
+ * @param momentum Weight of the new batch in the running statistics, in
+ *                 [0, 1] (PyTorch: 0.1).
+ * @param[out] out Receives the module (owned).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for num_features < 1, a bad eps
+ *         or momentum, affine not 0/1; MIXP_ERR_DTYPE for a non-float dtype.
+ */
+MIXP_API mixp_status mixp_batchnorm2d_create(mixp_session *session, int64_t num_features,
+                                             double eps, double momentum, int affine,
+                                             mixp_dtype dtype, mixp_module **out);
+
+/**
+ * Creates a LayerNorm layer over the last dimension (of size
+ * @p normalized_size), as torch.nn.LayerNorm(normalized_size). Parameters
+ * (when @p affine): "weight" (ones) and "bias" (zeros), both
+ * [normalized_size]. Kept in fp32 by O2 decorate, like BatchNorm2d.
+ * @param eps Finite and > 0 (PyTorch: 1e-5).
+ * @param[out] out Receives the module (owned).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for normalized_size < 1, a bad
+ *         eps, affine not 0/1; MIXP_ERR_DTYPE for a non-float dtype. Its
+ *         forward fails with MIXP_ERR_SHAPE when the input's last dimension
+ *         differs.
+ */
+MIXP_API mixp_status mixp_layernorm_create(mixp_session *session, int64_t normalized_size,
+                                           double eps, int affine, mixp_dtype dtype,
+                                           mixp_module **out);
+
+/**
+ * Creates an Embedding layer: I64 indices of any shape -> rows of "weight"
+ * [num_embeddings, dim], drawn from N(0, 1) as torch.nn.Embedding. The row
+ * @p padding_idx starts at zero and receives no gradient.
+ * @param padding_idx -1 for none, or a row in [0, num_embeddings).
+ * @param[out] out Receives the module (owned).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a size < 1 or a bad
+ *         padding_idx; MIXP_ERR_DTYPE for a non-float dtype.
+ */
+MIXP_API mixp_status mixp_embedding_create(mixp_session *session, int64_t num_embeddings,
+                                           int64_t dim, int64_t padding_idx, mixp_dtype dtype,
+                                           mixp_module **out);
+
+/**
+ * Creates a multi-head self-attention layer on [B, T, embed_dim] input, laid
+ * out and initialised like torch.nn.MultiheadAttention(batch_first=True):
+ * "in_proj_weight" [3E, E] (xavier-uniform; rows q, k, v), "in_proj_bias"
+ * [3E] (zeros), then "out_proj.weight" [E, E] (Linear's default init) and
+ * "out_proj.bias" [E] (zeros). The forward pass projects, splits into
+ * @p num_heads heads, runs mixp_scaled_dot_product_attention() (scale
+ * 1/sqrt(E/H), causal mask when @p causal, dropout on the attention weights
+ * in training mode only) and projects back.
+ * @param bias    1 for the in/out projection biases, 0 for none.
+ * @param dropout Attention-weight dropout probability in [0, 1).
+ * @param causal  1 masks future positions (decoder self-attention), else 0.
+ * @param[out] out Receives the module (owned).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for sizes < 1, embed_dim not
+ *         divisible by num_heads, a bad dropout, flags not 0/1;
+ *         MIXP_ERR_DTYPE for a non-float dtype.
+ */
+MIXP_API mixp_status mixp_multihead_attention_create(mixp_session *session, int64_t embed_dim,
+                                                     int64_t num_heads, int bias,
+                                                     double dropout, int causal,
+                                                     mixp_dtype dtype, mixp_module **out);
+
+/**
+ * The number of buffers (state saved with the module but not trained, such as
+ * BatchNorm's running statistics) of the module and its descendants.
+ * @return The count, or -1 for a NULL or dead module (error set).
+ */
+MIXP_API int mixp_module_num_buffers(const mixp_module *module);
+
+/**
+ * One buffer of a module, in the order of mixp_module_buffer_name() (a
+ * module's own buffers, then each child's, depth first, like PyTorch's
+ * named_buffers()).
+ * @param index In [0, mixp_module_num_buffers()).
+ * @param[out] out Receives a new reference (release it). Writing into it
+ *                 (mixp_tensor_copy_) changes the module's state.
+ * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
+ */
+MIXP_API mixp_status mixp_module_buffer(const mixp_module *module, int index,
+                                        mixp_tensor **out);
+
+/**
+ * The dotted name of a buffer, e.g. "bn1.running_mean".
+ * @return A string borrowed from the module, valid while it lives; NULL for
+ *         a bad module or index (error set).
+ */
+MIXP_API const char *mixp_module_buffer_name(const mixp_module *module, int index);
+
+/**
+ * The total number of parameter elements (the sum of the parameters'
+ * numel), e.g. 11,689,512 for ResNet-18 with 1000 classes.
+ * @return The count, or -1 for a NULL or dead module (error set).
+ */
+MIXP_API int64_t mixp_module_num_parameter_elements(const mixp_module *module);
+
+/**
+ * Creates a model of the zoo from a configuration string (see
+ * docs/model-zoo.md). Grammar: a model name, then whitespace-separated
+ * `key=value` pairs, each key at most once; values are integers, reals,
+ * words or comma-separated integer lists. Every model accepts
+ * `dtype=f32|f64|f16|bf16` (parameter dtype, default f32). Models are built
+ * from the public layers and operations; parameter names follow PyTorch and
+ * torchvision (e.g. "layer1.0.conv1.weight").
+ *
+ * - `mlp in=784 hidden=256,128 classes=10 dropout=0`: Linear+ReLU layers
+ *   ("hidden=none" for none); input [N, in] (or [N, ...], flattened).
+ * - `cnn in_channels=1 classes=10 width=32 blocks=2 image_size=28 hidden=128
+ *   dropout=0.25`: blocks of conv3x3-BN-ReLU-maxpool2 (channels width,
+ *   2*width, ...), then dropout, Linear(hidden), ReLU, dropout, Linear(classes);
+ *   input [N, in_channels, image_size, image_size].
+ * - `resnet depth=18|34|50 classes=1000 in_channels=3 width=64`: torchvision's
+ *   ResNet (7x7/2 stem, 3x3/2 max pool, BasicBlock or Bottleneck stages of
+ *   width, 2, 4, 8 x width planes, 1x1 conv+BN downsample, global average
+ *   pool, fc; kaiming-normal fan_out convs). Names "resnet18", "resnet34",
+ *   "resnet50" preset the depth. Input NCHW, any size >= 1x1 after the stem.
+ * - `mobilenet_v3 size=large|small classes=1000 in_channels=3 width_mult=1.0
+ *   dropout=0.2`: torchvision's MobileNetV3 (inverted residuals, SE blocks with
+ *   hardsigmoid, hardswish, BN eps 0.001 momentum 0.01, classifier
+ *   Linear-Hardswish-Dropout-Linear). Names "mobilenet_v3_large" and
+ *   "mobilenet_v3_small" preset the size.
+ * - `gpt n_layer=2 n_head=2 n_embd=64 vocab=65 block_size=64 dropout=0.0`: a
+ *   decoder-only transformer (learned position embedding, pre-LN blocks of
+ *   causal MultiheadAttention and a GELU MLP of 4*n_embd, final LayerNorm,
+ *   output projection tied to the token embedding); input I64 [B, T] with
+ *   T <= block_size, output logits [B, T, vocab].
+ *
+ * mixp_module_forward() runs the model; mixp_module_set_training() switches
+ * dropout and batch norm between training and evaluation.
+ * @param config NUL-terminated UTF-8; borrowed during the call.
+ * @param[out] out Receives the model (owned: mixp_module_destroy()).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL, an unknown model name,
+ *         an unknown or repeated key, a missing or malformed value, or a value
+ *         out of range (the message names the key and the value).
+ */
+MIXP_API mixp_status mixp_model_create(mixp_session *session, const char *config,
+                                       mixp_module **out);
 
 /** @} */
 
@@ -808,7 +1325,17 @@ MIXP_API void mixp_optimizer_destroy(mixp_optimizer *optimizer);
 /**
  * Updates every parameter that has a gradient from that gradient, using the
  * learning rate of the schedule at the current step, then advances the step.
- * Parameters without a gradient are skipped.
+ * Parameters without a gradient are skipped. Parameters with an fp32 master
+ * (see mixp_amp_decorate()) update the master from the fp32-cast gradient
+ * and receive its rounding; optimizer state is fp32 for half parameters.
+ *
+ * The optimizer owns a skip flag in device memory, set when
+ * mixp_grad_scaler_unscale() finds an Inf/NaN gradient or
+ * mixp_clip_grad_norm() a non-finite norm. When it is set, the kernels skip
+ * the whole update on the device (parameters, masters, moments and
+ * per-parameter step counts stay bit-identical, without a host sync); the
+ * step still counts (mixp_optimizer_step_count() and the LR schedule
+ * advance, as PyTorch's scheduler does), and the flag is cleared.
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL.
  */
 MIXP_API mixp_status mixp_optimizer_step(mixp_optimizer *optimizer);
@@ -833,7 +1360,8 @@ MIXP_API mixp_status mixp_optimizer_get_lr(const mixp_optimizer *optimizer, doub
 MIXP_API mixp_status mixp_optimizer_set_lr(mixp_optimizer *optimizer, double lr);
 
 /**
- * The number of steps taken so far.
+ * The number of steps taken so far (calls of mixp_optimizer_step(), directly
+ * or through a scaler, including steps skipped on the device).
  * @return The count, or -1 for NULL.
  */
 MIXP_API int64_t mixp_optimizer_step_count(const mixp_optimizer *optimizer);
@@ -847,6 +1375,297 @@ MIXP_API int64_t mixp_optimizer_step_count(const mixp_optimizer *optimizer);
  */
 MIXP_API mixp_status mixp_lr_schedule_value(const mixp_optimizer_options *options,
                                             int64_t step, double *lr);
+
+/** @} */
+
+/** @defgroup amp_scaler Loss scaling, O2 decorate and gradient clipping
+ *  The fp16 half of mixed precision: a dynamic loss scaler with PyTorch's
+ *  algorithm and state machine (plus Paddle's decr_every_n_nan_or_inf,
+ *  Apex/Megatron hysteresis and min/max bounds), O2 model decoration with
+ *  fp32 master weights, and clipping by global norm.
+ *
+ *  A training step with a scaler and gradient accumulation over N
+ *  micro-batches:
+ *  @code
+ *  mixp_optimizer_zero_grad(opt);
+ *  for (int i = 0; i < N; ++i) {            // each loss already divided by N
+ *    mixp_grad_scaler_scale(scaler, loss[i], &scaled);
+ *    mixp_backward(scaled, NULL);            // grads accumulate, scaled
+ *  }
+ *  mixp_grad_scaler_unscale(scaler, opt);    // once, after the last backward
+ *  mixp_clip_grad_norm(opt, 1.0, NULL);      // clips the true gradients
+ *  mixp_grad_scaler_step(scaler, opt);       // skipped on the device on overflow
+ *  mixp_grad_scaler_update(scaler);          // grows or backs off the scale
+ *  @endcode
+ *  No call of this loop waits for the device: the scale, the growth tracker
+ *  and the overflow flags live in device memory and the optimizer kernels
+ *  read the flag there. Only mixp_grad_scaler_get_scale(),
+ *  mixp_grad_scaler_found_inf(), mixp_grad_scaler_growth_tracker() and
+ *  mixp_grad_scaler_save_state() read values back (and so synchronise).
+ *  @{ */
+
+/** Opaque loss-scaler handle. */
+typedef struct mixp_grad_scaler mixp_grad_scaler;
+
+/** How a scaler scales. Values are explicit and append-only. */
+typedef MIXP_ENUM(mixp_scaler_mode) {
+  /** Resolved once, by mixp_grad_scaler_create(): DISABLED when the
+   *  session's current autocast dtype is BF16 (bf16 has fp32's range and
+   *  needs no scaling), DYNAMIC otherwise (no autocast region, or F16).
+   *  Create the scaler inside the autocast region, or pick a mode. */
+  MIXP_SCALER_AUTO = 0,
+  MIXP_SCALER_DYNAMIC = 1,  /**< Grow and back off the scale (the default algorithm). */
+  /** Scale by a fixed factor; overflowing steps are still skipped, but the
+   *  scale never changes (except by mixp_grad_scaler_update_to()). */
+  MIXP_SCALER_STATIC = 2,
+  /** No scaling: scale() returns the loss itself, unscale() and update() do
+   *  nothing, step() is a plain mixp_optimizer_step(), get_scale() is 1. */
+  MIXP_SCALER_DISABLED = 3
+} mixp_scaler_mode;
+
+/**
+ * Options for mixp_grad_scaler_create(); fill with
+ * mixp_grad_scaler_options_init(). After each update(), with n clean steps
+ * in a row counted by the growth tracker and bad overflows in a row:
+ * on overflow the scale is multiplied by @c backoff_factor once @c bad
+ * reaches @c decr_every_n_nan_or_inf and the hysteresis allowance is spent,
+ * never going below @c min_scale; after @c growth_interval clean steps it is
+ * multiplied by @c growth_factor, never above @c max_scale nor to infinity.
+ * With the defaults this is exactly PyTorch's torch.amp.GradScaler.
+ */
+typedef struct mixp_grad_scaler_options {
+  uint32_t struct_size;       /**< sizeof(mixp_grad_scaler_options). */
+  mixp_scaler_mode mode;      /**< MIXP_SCALER_AUTO. */
+  double init_scale;          /**< Initial scale, finite, in [min_scale, max_scale] (65536 = 2^16). */
+  double growth_factor;       /**< Growth multiplier, finite, > 1 (2). */
+  double backoff_factor;      /**< Backoff multiplier, in (0, 1) (0.5). */
+  int64_t growth_interval;    /**< Clean steps before growing, in [1, 2^31-1] (2000). */
+  /** Consecutive overflowing steps before backing off, in [1, 2^31-1] (1;
+   *  Paddle's decr_every_n_nan_or_inf). */
+  int64_t decr_every_n_nan_or_inf;
+  /** Overflowing steps tolerated before the first backoff, in [1, 2^31-1]
+   *  (1 = none; Apex/Megatron's hysteresis). Refilled by every clean step. */
+  int64_t hysteresis;
+  double min_scale;           /**< Lower bound of a backoff, >= 0 (0: no minimum). */
+  double max_scale;           /**< Upper bound of a growth, > 0, may be HUGE_VAL (HUGE_VAL: no maximum). */
+} mixp_grad_scaler_options;
+
+/**
+ * Fills @p options with the defaults above and sets struct_size.
+ * @param[out] options NULL is ignored. Thread-safe.
+ */
+MIXP_API void mixp_grad_scaler_options_init(mixp_grad_scaler_options *options);
+
+/**
+ * Creates a loss scaler. Its scale and counters are scalars in the
+ * session's device memory.
+ * @param session The session whose optimizers and losses it will serve.
+ * @param options NULL for the defaults; otherwise validated field by field.
+ * @param[out] out Receives the scaler (owned: mixp_grad_scaler_destroy()).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL @p session / @p out, a
+ *         wrong struct_size, an unknown mode or an out-of-range field (named
+ *         in the message).
+ */
+MIXP_API mixp_status mixp_grad_scaler_create(mixp_session *session,
+                                             const mixp_grad_scaler_options *options,
+                                             mixp_grad_scaler **out);
+
+/**
+ * Destroys a scaler. Optimizers it served are not affected (a skip flag it
+ * set stays set until their next step).
+ * @param scaler The scaler, or NULL (no-op).
+ */
+MIXP_API void mixp_grad_scaler_destroy(mixp_grad_scaler *scaler);
+
+/**
+ * Multiplies a loss by the current scale, in fp32 on the device (F64 for an
+ * F64 loss), rounding the product to the loss's dtype as PyTorch does. The
+ * product is recorded by autograd, so mixp_backward() on it produces scaled
+ * gradients.
+ * @param loss A float tensor of the scaler's session (any shape).
+ * @param[out] out Receives the scaled loss (owned; a new reference to
+ *                 @p loss itself when the scaler is DISABLED).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL arguments;
+ *         MIXP_ERR_DTYPE for a non-float loss; MIXP_ERR_DEVICE for a loss of
+ *         another session.
+ */
+MIXP_API mixp_status mixp_grad_scaler_scale(mixp_grad_scaler *scaler, const mixp_tensor *loss,
+                                            mixp_tensor **out);
+
+/**
+ * Divides the optimizer's gradients by the scale in place, in one fused pass
+ * that also checks them for Inf/NaN (before dividing) and records an
+ * overflow in the optimizer's skip flag. Call it once per optimizer and
+ * step, after the last backward and before clipping. No-op when DISABLED.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or stale handles;
+ *         MIXP_ERR_DEVICE for an optimizer of another session;
+ *         MIXP_ERR_STATE "unscale() has already been called on this
+ *         optimizer since the last update()" or "unscale() is being called
+ *         after step()" (nothing changes then).
+ */
+MIXP_API mixp_status mixp_grad_scaler_unscale(mixp_grad_scaler *scaler,
+                                              mixp_optimizer *optimizer);
+
+/**
+ * Steps the optimizer through the scaler: unscales first unless unscale()
+ * was already called for this optimizer, then runs mixp_optimizer_step(),
+ * whose kernels skip the whole update on the device when an overflow (or a
+ * non-finite clip norm) was flagged. DISABLED: a plain mixp_optimizer_step().
+ * If the optimizer step itself fails, the gradients stay unscaled and the
+ * optimizer counts as unscaled (a retry does not unscale twice).
+ * @return MIXP_OK; the errors of mixp_grad_scaler_unscale() and
+ *         mixp_optimizer_step(); MIXP_ERR_STATE "step() has already been
+ *         called since the last update()".
+ */
+MIXP_API mixp_status mixp_grad_scaler_step(mixp_grad_scaler *scaler,
+                                           mixp_optimizer *optimizer);
+
+/**
+ * Ends the iteration: sums the overflow flags of every optimizer unscaled or
+ * stepped since the last update (one overflow anywhere backs off once),
+ * updates the scale on the device (DYNAMIC only) and returns every optimizer
+ * to the ready state. The overflow flag of an optimizer that was unscaled
+ * but not stepped is cleared. An optimizer destroyed since its unscale or
+ * step still counts. No-op when DISABLED.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL; MIXP_ERR_STATE when
+ *         no unscale() or step() was recorded since the last update.
+ */
+MIXP_API mixp_status mixp_grad_scaler_update(mixp_grad_scaler *scaler);
+
+/**
+ * Sets the scale explicitly (PyTorch's update(new_scale)): like
+ * mixp_grad_scaler_update() it ends the iteration (flags are summed for
+ * mixp_grad_scaler_found_inf(), optimizers return to ready), but the scale
+ * becomes @p new_scale and the counters are kept. Ignored when DISABLED.
+ * @param new_scale Finite and > 0 (the min/max bounds do not apply).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a bad @p new_scale.
+ */
+MIXP_API mixp_status mixp_grad_scaler_update_to(mixp_grad_scaler *scaler, double new_scale);
+
+/**
+ * The current scale (reads device memory: synchronises).
+ * @param[out] scale Receives it; 1.0 when DISABLED.
+ * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
+ */
+MIXP_API mixp_status mixp_grad_scaler_get_scale(const mixp_grad_scaler *scaler, double *scale);
+
+/**
+ * Whether the step(s) of the last update (or update_to) found an overflow
+ * (synchronises).
+ * @param[out] found_inf Receives 1 or 0 (0 before the first update and when
+ *                       DISABLED).
+ * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
+ */
+MIXP_API mixp_status mixp_grad_scaler_found_inf(const mixp_grad_scaler *scaler, int *found_inf);
+
+/**
+ * The number of clean steps since the scale last changed by growth or
+ * overflow (PyTorch's _growth_tracker; synchronises).
+ * @param[out] growth_tracker Receives it (0 when DISABLED).
+ * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
+ */
+MIXP_API mixp_status mixp_grad_scaler_growth_tracker(const mixp_grad_scaler *scaler,
+                                                     int64_t *growth_tracker);
+
+/** The mode a scaler runs in (AUTO already resolved).
+ *  @return The mode, or MIXP_SCALER_AUTO for NULL (error set). */
+MIXP_API mixp_scaler_mode mixp_grad_scaler_mode(const mixp_grad_scaler *scaler);
+
+/**
+ * The number of bytes mixp_grad_scaler_save_state() writes.
+ * @param[out] size Receives it.
+ * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
+ */
+MIXP_API mixp_status mixp_grad_scaler_state_size(const mixp_grad_scaler *scaler, size_t *size);
+
+/**
+ * Serialises the scaler for a checkpoint: mode, options, scale, growth
+ * tracker, backoff and hysteresis counters, in a versioned little-endian
+ * format with a magic number and a checksum (synchronises).
+ * @param[out] buf      Receives the bytes (@p capacity available).
+ * @param[out] written  Receives the number of bytes written.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL pointers or a
+ *         @p capacity below mixp_grad_scaler_state_size().
+ */
+MIXP_API mixp_status mixp_grad_scaler_save_state(const mixp_grad_scaler *scaler, void *buf,
+                                                 size_t capacity, size_t *written);
+
+/**
+ * Restores a state saved by mixp_grad_scaler_save_state(), mode and options
+ * included, so that training continues exactly where it was saved.
+ * @param[in] buf The bytes (copied), @p n long.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL; MIXP_ERR_CORRUPT for
+ *         a truncated buffer, a wrong magic, an unknown version, a checksum
+ *         mismatch or an invalid field (the scaler is unchanged);
+ *         MIXP_ERR_STATE when called between unscale()/step() and update().
+ */
+MIXP_API mixp_status mixp_grad_scaler_load_state(mixp_grad_scaler *scaler, const void *buf,
+                                                 size_t n);
+
+/** Options for mixp_amp_decorate(); fill with mixp_decorate_options_init(). */
+typedef struct mixp_decorate_options {
+  uint32_t struct_size;  /**< sizeof(mixp_decorate_options). */
+  mixp_dtype dtype;      /**< The low-precision dtype: MIXP_F16 (default) or MIXP_BF16. */
+  /** 1 (default): the optimizer keeps an fp32 master of every cast parameter,
+   *  updates it from the fp32-cast gradient and rounds it into the half
+   *  parameter (Paddle's multi_precision, Apex O2). 0: pure half training. */
+  int master_weights;
+  /** 1: cast parameters accumulate their gradients in F32 (Paddle's
+   *  master_grad), for exact clipping and weight decay. 0 (default): the
+   *  gradients have the parameter's dtype. */
+  int master_grad;
+  /** 1 (default): parameters of normalisation layers stay F32, whatever
+   *  @c dtype is. 0: they are cast too. */
+  int keep_norm_fp32;
+} mixp_decorate_options;
+
+/**
+ * Fills @p options with the defaults and sets struct_size.
+ * @param[out] options NULL is ignored. Thread-safe.
+ */
+MIXP_API void mixp_decorate_options_init(mixp_decorate_options *options);
+
+/**
+ * O2 ("pure half") decoration: casts every F32 parameter of @p model to
+ * @p options->dtype (F64 and already-half parameters are left as they are;
+ * norm layers too with keep_norm_fp32), replacing the parameter tensors in
+ * the module, and in @p optimizer replaces each of those parameters by its
+ * half version with the old fp32 values as its fp32 master. Parameter
+ * handles obtained before the call keep referring to the old fp32 tensors:
+ * fetch them again with mixp_module_parameter(). Call it before training.
+ * @param model     The module tree to cast.
+ * @param optimizer Optional (NULL: only the model is cast); every one of its
+ *                  parameters must be a parameter of @p model.
+ * @param options   NULL for the defaults.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or stale handles, a bad
+ *         options field, or an optimizer parameter that is not a parameter of
+ *         the model; MIXP_ERR_STATE when the model (or a module of it) was
+ *         already decorated, the optimizer already has fp32 masters, or it
+ *         has already stepped (its state exists); MIXP_ERR_DEVICE when model
+ *         and optimizer belong to different sessions. A failed call changes
+ *         nothing.
+ */
+MIXP_API mixp_status mixp_amp_decorate(mixp_module *model, mixp_optimizer *optimizer,
+                                       const mixp_decorate_options *options);
+
+/**
+ * Clips the optimizer's gradients by their global L2 norm (PyTorch's
+ * clip_grad_norm_): total = sqrt(sum of g^2 over every gradient) in fp32,
+ * then every gradient *= min(1, max_norm / (total + 1e-6)), on the device.
+ * A non-finite total leaves the gradients unchanged and sets the
+ * optimizer's skip flag, so its next step (plain or through a scaler) is
+ * skipped and a scaler counts it as an overflow. With a scaler, call it
+ * after mixp_grad_scaler_unscale() so that it clips the true gradients.
+ * Parameters without a gradient are ignored (no gradient at all: the norm
+ * is 0).
+ * @param max_norm   Finite and > 0.
+ * @param[out] total_norm NULL, or receives the norm before clipping: an F32
+ *                   scalar tensor on the device (owned; reading it
+ *                   synchronises).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a bad @p max_norm.
+ */
+MIXP_API mixp_status mixp_clip_grad_norm(mixp_optimizer *optimizer, double max_norm,
+                                         mixp_tensor **total_norm);
 
 /** @} */
 
@@ -922,14 +1741,61 @@ MIXP_API mixp_status mixp_dataset_synthetic(mixp_session *session,
  */
 MIXP_API void mixp_dataset_destroy(mixp_dataset *dataset);
 
+/**
+ * Reads any file as a character-level text dataset (for language models
+ * such as the zoo's gpt). The vocabulary is the set of distinct bytes in the
+ * file, sorted by byte value: token id i stands for the i-th smallest byte
+ * present (mixp_dataset_vocab() lists them; mixp_dataset_num_classes() is
+ * their count). Sample i is the window of @p block_size tokens starting at
+ * byte i, so a file of L bytes has L - block_size samples, and its targets
+ * are the same window shifted by one token: loaders yield inputs I64
+ * [B, block_size] and labels I64 [B, block_size] (next-token targets).
+ * UTF-8 text works byte by byte. The whole file is held in memory.
+ * @param[in] path       The file.
+ * @param     block_size Tokens per sample (>= 1).
+ * @param[out] out Receives the dataset (owned: mixp_dataset_destroy()).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL pointers, block_size
+ *         < 1 or a file of at most block_size bytes; MIXP_ERR_IO if the file
+ *         cannot be opened or read.
+ */
+MIXP_API mixp_status mixp_dataset_text(mixp_session *session, const char *path,
+                                       int64_t block_size, mixp_dataset **out);
+
+/**
+ * The vocabulary of a text dataset: @p bytes[id] receives the byte that
+ * token @p id stands for, which is how generated ids are decoded.
+ * @param[out] bytes    At least mixp_dataset_num_classes() entries (256
+ *                      always fits).
+ * @param      capacity Entries available in @p bytes.
+ * @param[out] size     Receives the vocabulary size.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL pointers, too small a
+ *         buffer, or a dataset that is not a text dataset.
+ */
+MIXP_API mixp_status mixp_dataset_vocab(const mixp_dataset *dataset, unsigned char *bytes,
+                                        int capacity, int *size);
+
+/**
+ * A new dataset made of samples [start, start + count) of @p dataset
+ * (copied), e.g. a held-out split. A text subset holds the windows that
+ * start in the range (and the block_size tokens after them) and keeps the
+ * parent's vocabulary, so token ids mean the same in both; leaving
+ * block_size samples between two subsets keeps their tokens apart.
+ * @param[out] out Receives the dataset (owned: mixp_dataset_destroy()).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL pointers, start
+ *         outside [0, size) or count outside [1, size - start].
+ */
+MIXP_API mixp_status mixp_dataset_subset(const mixp_dataset *dataset, int64_t start,
+                                         int64_t count, mixp_dataset **out);
+
 /** @return The number of samples, or -1 for NULL. */
 MIXP_API int64_t mixp_dataset_size(const mixp_dataset *dataset);
 
-/** @return The number of classes, or -1 for NULL. */
+/** @return The number of classes (the vocabulary size of a text dataset),
+ *          or -1 for NULL. */
 MIXP_API int64_t mixp_dataset_num_classes(const mixp_dataset *dataset);
 
 /**
- * The shape of one sample, e.g. {1, 28, 28}.
+ * The shape of one sample, e.g. {1, 28, 28} ({block_size} for text).
  * @param[out] shape At least MIXP_MAX_DIMS entries.
  * @param[out] ndim  Receives the number of dimensions.
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
@@ -944,7 +1810,7 @@ typedef struct mixp_loader_options {
   int shuffle;           /**< Reshuffle every epoch (default 1). */
   int drop_last;         /**< Drop the last incomplete batch (default 0). */
   uint64_t seed;         /**< Shuffle seed; epoch e uses a stream derived from (seed, e) (default 0). */
-  mixp_dtype dtype;      /**< Float dtype of the input batch (default MIXP_F32). */
+  mixp_dtype dtype;      /**< Float dtype of the input batch (default MIXP_F32); text datasets ignore it (their inputs are I64 token ids), as they ignore scale, mean and std. */
   double scale;          /**< Pixels are first multiplied by this (default 1/255). */
   double mean;           /**< ... then (x - mean) / std (default 0). */
   double std;            /**< See mean (default 1). */
@@ -974,8 +1840,11 @@ MIXP_API void mixp_loader_destroy(mixp_loader *loader);
 
 /**
  * The next batch of the current epoch.
- * @param[out] inputs Receives [B, sample shape...] in the loader's dtype (owned).
- * @param[out] labels Receives I64 [B] (owned).
+ * @param[out] inputs Receives [B, sample shape...] in the loader's dtype
+ *                    (owned): [B, C, H, W] for image datasets; I64 token ids
+ *                    [B, block_size] for text datasets.
+ * @param[out] labels Receives I64 [B] (owned); I64 next-token targets
+ *                    [B, block_size] for text datasets.
  * @return MIXP_OK with a batch; MIXP_DONE (outputs untouched) when the epoch
  *         is over, after which the next call starts a new epoch, reshuffled.
  */

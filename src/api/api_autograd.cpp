@@ -56,6 +56,9 @@ mixp_status mixp_backward(mixp_tensor *loss, const mixp_tensor *seed_grad) {
   return guard(fn, [&] {
     Tensor *l = check_tensor(loss, fn, "loss");
     const Tensor *sg = seed_grad ? check_tensor(seed_grad, fn, "seed_grad") : nullptr;
+    if (l->session->checkpoint)
+      fail(MIXP_ERR_STATE, fn, ": a checkpoint region is open on the loss's session; call "
+           "mixp_checkpoint_end before backward");
     OpScope scope("backward", l->session.get());
     run_backward(*l, sg);
   });

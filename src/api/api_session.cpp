@@ -1,4 +1,7 @@
 // Session shims.
+#include <algorithm>
+#include <cstring>
+
 #include "api/api_common.hpp"
 
 using namespace mixp;
@@ -12,6 +15,8 @@ void mixp_session_options_init(mixp_session_options *o) {
   o->device = "cpu";
   o->seed = 0;
   o->num_threads = 0;
+  o->allow_tf32 = 0;
+  o->check_numerics = MIXP_NUMERICS_OFF;
 }
 
 mixp_status mixp_session_create(const mixp_session_options *options, mixp_session **out) {
@@ -25,7 +30,9 @@ mixp_status mixp_session_create(const mixp_session_options *options, mixp_sessio
           options->struct_size > sizeof(mixp_session_options) * 4)
         fail(MIXP_ERR_INVALID_ARGUMENT, "mixp_session_create: options->struct_size is ", options->struct_size,
              "; fill options with mixp_session_options_init()");
-      o = *options;
+      // Copy what the caller's (possibly older, smaller) struct holds.
+      std::memcpy(&o, options, std::min<size_t>(options->struct_size, sizeof o));
+      o.struct_size = sizeof o;
     }
     SessionRef s = make_session(o);
     *out = s.release();
@@ -35,6 +42,8 @@ mixp_status mixp_session_create(const mixp_session_options *options, mixp_sessio
 void mixp_session_destroy(mixp_session *session) {
   if (!session || session->magic != mixp_session::kMagic || session->closed) return;
   session->closed = true;
+  // An open checkpoint region holds tensors, which hold the session.
+  session->checkpoint.reset();
   RefTraits<mixp_session>::dec(session);
 }
 
@@ -75,6 +84,38 @@ mixp_status mixp_no_grad_end(mixp_session *session) {
 
 int mixp_grad_enabled(const mixp_session *s) {
   return (s && s->magic == mixp_session::kMagic && s->grad_enabled()) ? 1 : 0;
+}
+
+mixp_status mixp_session_set_tf32(mixp_session *session, int allow) {
+  return guard("mixp_session_set_tf32", [&] { check_session(session, "mixp_session_set_tf32")->allow_tf32 = allow != 0; });
+}
+
+int mixp_session_tf32(const mixp_session *s) {
+  return (s && s->magic == mixp_session::kMagic && tf32_enabled(s)) ? 1 : 0;
+}
+
+mixp_status mixp_session_set_numerics_check(mixp_session *session, mixp_numerics_mode mode) {
+  const char *fn = "mixp_session_set_numerics_check";
+  return guard(fn, [&] {
+    Session *s = check_session(session, fn);
+    if (mode != MIXP_NUMERICS_OFF && mode != MIXP_NUMERICS_WARN && mode != MIXP_NUMERICS_ERROR)
+      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": mode is ", int(mode), " (expected MIXP_NUMERICS_OFF, _WARN or _ERROR)");
+    s->numerics = mode;
+    s->numerics_report.clear();
+    s->numerics_warnings = 0;
+  });
+}
+
+const char *mixp_session_numerics_report(const mixp_session *s) {
+  return (s && s->magic == mixp_session::kMagic) ? s->numerics_report.c_str() : "";
+}
+
+mixp_status mixp_session_set_log_callback(mixp_session *session, mixp_log_fn fn, void *user_data) {
+  return guard("mixp_session_set_log_callback", [&] {
+    Session *s = check_session(session, "mixp_session_set_log_callback");
+    s->log_fn = fn;
+    s->log_user = user_data;
+  });
 }
 
 mixp_status mixp_memory_stats_get(const mixp_session *session, mixp_memory_stats *stats) {

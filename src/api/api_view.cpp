@@ -51,7 +51,8 @@ mixp_status mixp_contiguous(const mixp_tensor *x, mixp_tensor **out) {
     check_out(out, fn);
     TensorPtr t = share(check_tensor(x, fn, "x"));
     OpScope scope("contiguous", t->session.get());
-    give(out, contiguous(t));
+    scope.tape({t.get()}, [](const Replay &r) { return contiguous(r[0]); });
+    give(out, scope.produced(contiguous(t)));
   });
 }
 

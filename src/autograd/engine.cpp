@@ -157,6 +157,7 @@ void run_backward(Tensor &root, const Tensor *seed) {
           const Edge &e = n->next[i];
           if (!e.active() || i >= gins.size() || !gins[i]) continue;
           TensorPtr g = conform(gins[i], n->input_dtypes[i], n->input_shapes[i], n->name);
+          if (s->numerics != MIXP_NUMERICS_OFF) check_numerics(s, n->name, "backward", int(i), *g);
           if (e.fn) {
             auto &slots = pending[e.fn.get()];
             slots.resize(size_t(e.fn->num_outputs));
@@ -170,7 +171,8 @@ void run_backward(Tensor &root, const Tensor *seed) {
     // All gradients computed: now (and only now) touch the leaves.
     for (const TensorPtr &leaf : leaf_order) {
       TensorPtr g = std::move(leaf_grads[leaf.get()]);
-      if (g->dtype != leaf->dtype) g = cast(g, leaf->dtype);
+      const DType want = leaf->grad_dtype_set ? leaf->grad_dtype : leaf->dtype;
+      if (g->dtype != want) g = cast(g, want);
       if (leaf->grad) {
         leaf->grad = add(leaf->grad, g);
       } else {

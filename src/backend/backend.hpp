@@ -36,7 +36,10 @@ enum class UnaryOp {
   AddScalar,   // x + s
   MulScalar,   // x * s
   RsubScalar,  // s - x
-  RdivScalar   // s / x
+  RdivScalar,  // s / x
+  Hardswish,   // x * relu6(x + 3) / 6
+  Hardsigmoid, // relu6(x + 3) / 6
+  Silu         // x * sigmoid(x)
 };
 
 enum class BinaryOp { Add, Sub, Mul, Div };
@@ -56,6 +59,64 @@ struct GemmArgs {
   void *c = nullptr;
   int64_t c_batch = 0, c_rs = 0;
   float alpha = 1.0f, beta = 0.0f;
+};
+
+// The loss-scale update of a GradScaler step, in device memory. Counters
+// are I32 scalars, scale and found_inf F32 scalars; found_inf may be the sum
+// of several optimizers' flags (non-zero = overflow).
+//   if found_inf != 0:
+//     growth_tracker = 0; bad_count += 1
+//     if hysteresis > 1 and hysteresis_left > 0: hysteresis_left -= 1
+//     if hysteresis > 1 and hysteresis_left > 0: keep the scale      (Apex/Megatron)
+//     elif bad_count >= decr_every_n:                                  (Paddle)
+//       scale = max(fp32(scale * backoff), min_scale); bad_count = 0
+//   else:
+//     bad_count = 0; hysteresis_left = hysteresis; growth_tracker += 1
+//     if growth_tracker == growth_interval:
+//       new = fp32(scale * growth); if isfinite(new): scale = min(new, max_scale)
+//       growth_tracker = 0
+// With hysteresis = decr_every_n = 1 and no bounds this is exactly PyTorch's
+// _amp_update_scale_ (products formed in double and rounded once to fp32).
+struct ScaleUpdate {
+  View scale, growth_tracker, bad_count, hysteresis_left, found_inf;
+  double growth_factor = 2.0, backoff_factor = 0.5;
+  int32_t growth_interval = 2000, decr_every_n = 1, hysteresis = 1;
+  double min_scale = 0.0, max_scale = 0.0;
+};
+
+// ---- convolution and pooling geometry (conv helper) --------------------------
+// Validated by the ops (ops/conv.cpp, ops/pool.cpp). Activations are
+// contiguous [N, C, H, W] or, with nhwc, [N, H, W, C]; conv weights are
+// contiguous [C_out, C_in/groups, kh, kw] in both layouts.
+struct Conv2dGeom {
+  int64_t n = 0, c_in = 0, h = 0, w = 0;      // input
+  int64_t c_out = 0, kh = 0, kw = 0;          // weight
+  int64_t oh = 0, ow = 0;                     // output
+  int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
+  int64_t groups = 1;
+  bool nhwc = false;
+};
+
+enum class PoolKind { Max, Avg, AdaptiveAvg };
+
+// Output cell (i, j) covers rows [i*stride_h - pad_h, +kh) clipped to the
+// input for Max/Avg; for AdaptiveAvg rows [floor(i*h/oh), ceil((i+1)*h/oh))
+// (PyTorch's rule) and likewise for columns.
+struct Pool2dGeom {
+  PoolKind kind = PoolKind::Max;
+  int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0;
+  int64_t kh = 1, kw = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  bool count_include_pad = true;  // Avg: divide by the window size including padding
+  bool nhwc = false;
+};
+
+// ---- normalisation geometry (norm helper) -----------------------------------
+// group_norm and layer_norm: x is contiguous [n, c, s]; statistics are taken
+// per (sample, group) over the c/groups*s elements of that group, the affine
+// weight and bias are per channel. layer_norm is n = rows, c = the normalised
+// numel, s = 1, groups = 1.
+struct GroupNormGeom {
+  int64_t n = 0, c = 0, s = 1, groups = 1;
 };
 
 class Backend {
@@ -92,6 +153,10 @@ class Backend {
   // out[r] = scale * sum_c x[r, c]; x contiguous [rows, cols]; out [rows].
   virtual void sum_rows(const View &x, int64_t rows, int64_t cols, const View &out,
                         double scale) = 0;
+  // out[c] = scale * sum_r x[r, c]; x contiguous [rows, cols]; out [cols].
+  // (Reducing leading dims, e.g. a bias gradient, without a transpose.)
+  virtual void sum_cols(const View &x, int64_t rows, int64_t cols, const View &out,
+                        double scale) = 0;
   // Along the middle axis of a contiguous [outer, n, inner] x: values (may be
   // null) and I64 indices (first maximum), both contiguous [outer, inner].
   virtual void max_dim(const View &x, int64_t outer, int64_t n, int64_t inner,
@@ -122,8 +187,99 @@ class Backend {
   // mask[i] = uniform_i >= p (U8), contiguous.
   virtual void dropout_mask(const View &mask, double p, uint64_t seed, uint64_t offset) = 0;
 
+  // --- numerics ------------------------------------------------------------
+  // Counts NaN and +-Inf elements of a float view (any strides).
+  virtual void count_nonfinite(const View &x, int64_t *nan_count, int64_t *inf_count) = 0;
+
   // --- matrix products ------------------------------------------------------
   virtual void gemm(const GemmArgs &args) = 0;
+
+  // --- mixed precision: loss scaling and clipping ---------------------------
+  // Scalars (found_inf, inv_scale, coef, the scaler state) are one-element
+  // Views in device memory, so that a training step never waits on the host:
+  // the kernels read and write them where they live. Gradient lists are n
+  // contiguous float Views of any mix of F32/F16/BF16/F64.
+
+  // One fused pass over the gradients: sets found_inf (F32) to 1 when any
+  // element is non-finite, testing the value *before* unscaling as PyTorch
+  // does, and multiplies every element in place by inv_scale (F32; the
+  // multiply is skipped when it is exactly 1). found_inf is only ever set,
+  // never cleared, so several calls (and clipping) accumulate into it.
+  virtual void non_finite_check_and_unscale(const View *grads, int n, const View &found_inf,
+                                            const View &inv_scale) = 0;
+  // The dynamic loss-scale update, see ScaleUpdate.
+  virtual void update_scale(const ScaleUpdate &u) = 0;
+  // out (F32 or F64 scalar) = the sum of the squares of every element of the
+  // gradients, accumulated in at least fp32; deterministic for any thread
+  // count.
+  virtual void grad_norm_sq(const View *grads, int n, const View &out) = 0;
+  // From norm_sq (as written by grad_norm_sq): total_norm (F32) = sqrt(norm_sq)
+  // and coef (F32) = min(1, max_norm / (total_norm + 1e-6)); a non-finite norm
+  // sets found_inf (F32) to 1 and coef to 1, so the gradients stay unchanged.
+  virtual void clip_coefficient(const View &norm_sq, double max_norm, const View &total_norm,
+                                const View &coef, const View &found_inf) = 0;
+  // Multiplies every gradient element in place by coef (F32 scalar), unless
+  // it is exactly 1.
+  virtual void scale_grads(const View *grads, int n, const View &coef) = 0;
+
+  // --- convolution and pooling (conv helper; layouts in Conv2dGeom) ----------
+  // All operands share one float dtype. y = conv(x, w) (+ bias [C_out], may be null).
+  virtual void conv2d(const Conv2dGeom &g, const View &x, const View &w, const View *bias,
+                      const View &y) = 0;
+  // gx = the gradient of conv2d with respect to x, given gy (y's shape).
+  virtual void conv2d_backward_data(const Conv2dGeom &g, const View &gy, const View &w,
+                                    const View &gx) = 0;
+  // gw = the gradient with respect to the weight (overwritten, not accumulated).
+  virtual void conv2d_backward_weights(const Conv2dGeom &g, const View &x, const View &gy,
+                                       const View &gw) = 0;
+  // y = pooled x. For Max, `indices` (I64, y's shape) receives the position
+  // h * W + w of the first maximum in its input plane (NaN wins, as PyTorch);
+  // it is null for the averages.
+  virtual void pool2d(const Pool2dGeom &g, const View &x, const View &y, const View *indices) = 0;
+  // gx (overwritten) from gy; Max routes each gradient to its saved index.
+  virtual void pool2d_backward(const Pool2dGeom &g, const View &gy, const View *indices,
+                               const View &gx) = 0;
+
+  // --- normalisation and embedding (norm helper) ----------------------------
+  // Statistics are accumulated in double and kept in "stat" Views: contiguous,
+  // F64 for F64 data and F32 otherwise. Data Views (x, y, gy, gx, weight,
+  // bias, gw, gb) are contiguous and share one float dtype. Reductions are
+  // split into chunks fixed by the shape alone and combined in order, so
+  // results do not depend on the thread count.
+  // batch_norm: x is [outer, c, inner] (NCHW: N, C, H*W; NHWC and 2-D: rows,
+  // C, 1). Writes each channel's mean, biased variance and
+  // invstd = 1/sqrt(var + eps) (stat Views [c]).
+  virtual void batch_norm_stats(const View &x, int64_t outer, int64_t c, int64_t inner,
+                                double eps, const View &mean, const View &var,
+                                const View &invstd) = 0;
+  // y = (x - mean[ch]) * invstd[ch] * weight[ch] + bias[ch]; weight and bias
+  // may be null (1 and 0).
+  virtual void batch_norm_forward(const View &x, int64_t outer, int64_t c, int64_t inner,
+                                  const View &mean, const View &invstd, const View *weight,
+                                  const View *bias, const View &y) = 0;
+  // Gradients of batch_norm_forward (each output may be null). With
+  // batch_stats the mean and invstd were computed from x itself, so gx gets
+  // their derivative too; otherwise (eval) gx = gy * weight * invstd.
+  virtual void batch_norm_backward(const View &x, const View &gy, int64_t outer, int64_t c,
+                                   int64_t inner, const View &mean, const View &invstd,
+                                   const View *weight, bool batch_stats, const View *gx,
+                                   const View *gw, const View *gb) = 0;
+  // group_norm / layer_norm (GroupNormGeom): y, and mean and rstd (stat
+  // Views [n * groups]).
+  virtual void group_norm_forward(const GroupNormGeom &g, const View &x, const View *weight,
+                                  const View *bias, double eps, const View &y, const View &mean,
+                                  const View &rstd) = 0;
+  virtual void group_norm_backward(const GroupNormGeom &g, const View &x, const View &gy,
+                                   const View &mean, const View &rstd, const View *weight,
+                                   const View *gx, const View *gw, const View *gb) = 0;
+  // out[i, :] = weight[indices[i], :]; weight [v, d], contiguous I64 indices
+  // [n] already checked to lie in [0, v), out [n, d].
+  virtual void embedding(const View &weight, const View &indices, const View &out) = 0;
+  // gw [v, d] (overwritten) = the sum of the rows of gy [n, d] that each
+  // index picked, in index order (no atomics); row padding_idx (if in range)
+  // stays zero.
+  virtual void embedding_backward(const View &gy, const View &indices, int64_t padding_idx,
+                                  const View &gw) = 0;
 };
 
 // A View of a tensor's current geometry.

@@ -102,20 +102,40 @@ uint16_t round_magnitude(double a, int mant, int bias) noexcept {
 }
 }  // namespace
 
+// Rounds the magnitude bits `u` of a finite double whose result is a normal
+// (or overflowing) value of a format with `mant` mantissa bits and exponent
+// bias `bias`: rebias the exponent, then round the 52-bit mantissa to `mant`
+// bits to nearest even on the integer, letting a carry bump the exponent.
+static inline uint64_t round_normal(uint64_t u, int mant, int bias) noexcept {
+  const int drop = 52 - mant;
+  const uint64_t v = u - (uint64_t(1023 - bias) << 52);
+  return (v + ((uint64_t(1) << (drop - 1)) - 1) + ((v >> drop) & 1)) >> drop;
+}
+
 uint16_t f64_to_f16_bits(double d) noexcept {
-  const uint16_t sign = std::signbit(d) ? 0x8000u : 0;
-  if (std::isnan(d)) return uint16_t(sign | 0x7e00u);
-  const double a = std::fabs(d);
-  if (std::isinf(a)) return uint16_t(sign | 0x7c00u);
-  return uint16_t(sign | round_magnitude(a, 10, 15));
+  uint64_t u;
+  std::memcpy(&u, &d, 8);
+  const uint16_t sign = uint16_t((u >> 48) & 0x8000u);
+  u &= 0x7fffffffffffffffull;
+  if (u >= 0x7ff0000000000000ull) return uint16_t(sign | (u > 0x7ff0000000000000ull ? 0x7e00u : 0x7c00u));
+  if (u >= 0x3f10000000000000ull) {  // |d| >= 2^-14: a normal half or overflow
+    const uint64_t h = round_normal(u, 10, 15);
+    return uint16_t(sign | (h >= 0x7c00u ? 0x7c00u : h));
+  }
+  return uint16_t(sign | round_magnitude(std::fabs(d), 10, 15));
 }
 
 uint16_t f64_to_bf16_bits(double d) noexcept {
-  const uint16_t sign = std::signbit(d) ? 0x8000u : 0;
-  if (std::isnan(d)) return uint16_t(sign | 0x7fc0u);
-  const double a = std::fabs(d);
-  if (std::isinf(a)) return uint16_t(sign | 0x7f80u);
-  return uint16_t(sign | round_magnitude(a, 7, 127));
+  uint64_t u;
+  std::memcpy(&u, &d, 8);
+  const uint16_t sign = uint16_t((u >> 48) & 0x8000u);
+  u &= 0x7fffffffffffffffull;
+  if (u >= 0x7ff0000000000000ull) return uint16_t(sign | (u > 0x7ff0000000000000ull ? 0x7fc0u : 0x7f80u));
+  if (u >= 0x3810000000000000ull) {  // |d| >= 2^-126: a normal bf16 or overflow
+    const uint64_t h = round_normal(u, 7, 127);
+    return uint16_t(sign | (h >= 0x7f80u ? 0x7f80u : h));
+  }
+  return uint16_t(sign | round_magnitude(std::fabs(d), 7, 127));
 }
 
 double element_to_double(const void *p, DType t) noexcept {

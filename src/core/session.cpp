@@ -3,12 +3,23 @@
 #include <omp.h>
 
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
+#include "amp/autocast.hpp"
 #include "backend/cpu/cpu_backend.hpp"
 #include "core/error.hpp"
 
 mixp_session::~mixp_session() { magic = 0; }
+
+void mixp_session::log(mixp_log_level level, const std::string &message) const noexcept {
+  if (log_fn) {
+    log_fn(log_user, level, message.c_str());
+  } else if (level >= MIXP_LOG_WARNING) {
+    std::fprintf(stderr, "mixp: warning: %s\n", message.c_str());
+  }
+}
 
 void mixp_session::note_alloc(uint64_t n) noexcept {
   uint64_t now = mem_current.fetch_add(n, std::memory_order_relaxed) + n;
@@ -30,6 +41,13 @@ Session *check_session(const mixp_session *s, const char *fn, const char *arg) {
 
 void apply_threads(const Session *s) noexcept {
   if (omp_get_max_threads() != s->num_threads) omp_set_num_threads(s->num_threads);
+}
+
+ bool tf32_enabled(const Session *s) noexcept {
+  const char *env = std::getenv("MIXP_TF32_OVERRIDE");
+  if (env && std::strcmp(env, "0") == 0) return false;
+  if (env && std::strcmp(env, "1") == 0) return true;
+  return s->allow_tf32;
 }
 
 namespace {
@@ -54,6 +72,10 @@ bool parse_cuda(const std::string &dev, int *index) {
 
 SessionRef make_session(const mixp_session_options &o) {
   const char *fn = "mixp_session_create";
+  if (o.check_numerics != MIXP_NUMERICS_OFF && o.check_numerics != MIXP_NUMERICS_WARN &&
+      o.check_numerics != MIXP_NUMERICS_ERROR)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": check_numerics is ", int(o.check_numerics),
+         " (expected MIXP_NUMERICS_OFF, _WARN or _ERROR)");
   if (o.num_threads < 0)
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": num_threads must be >= 0 (0 = all cores), got ", o.num_threads);
   std::string dev = o.device ? o.device : "cpu";
@@ -76,6 +98,9 @@ SessionRef make_session(const mixp_session_options &o) {
   s->seed = o.seed;
   s->num_threads = o.num_threads > 0 ? o.num_threads : omp_get_num_procs();
   s->backend = std::make_unique<CpuBackend>();
+  s->allow_tf32 = o.allow_tf32 != 0;
+  s->numerics = o.check_numerics;
+  if (!note.empty()) s->log(MIXP_LOG_INFO, note);
   return s;
 }
 

@@ -14,7 +14,11 @@
 
 namespace mixp {
 class Backend;
+namespace amp {
+struct SessionAmp;
 }
+struct CheckpointRegion;
+}  // namespace mixp
 
 struct mixp_session {
   static constexpr uint32_t kMagic = 0x53455353u;  // "SESS"
@@ -32,6 +36,27 @@ struct mixp_session {
   bool grad_enabled() const noexcept { return grad_mode_stack.empty() || grad_mode_stack.back(); }
 
   std::unique_ptr<mixp::Backend> backend;
+
+  // Mixed precision: the autocast stack and cast cache (src/amp/autocast.hpp),
+  // created on the first mixp_autocast_push.
+  std::unique_ptr<mixp::amp::SessionAmp> amp;
+  // Depth of nested operations: autocast and the numerics checker act at
+  // depth 0 only, i.e. on the ops a user calls, not on their internals.
+  int op_depth = 0;
+  mixp_numerics_mode numerics = MIXP_NUMERICS_OFF;
+  std::string numerics_report;
+  uint64_t numerics_warnings = 0;
+  bool allow_tf32 = false;
+
+  // Activation checkpointing (autograd/checkpoint.hpp): the open region, and
+  // a counter giving each region a distinct tag for the values it makes.
+  std::shared_ptr<mixp::CheckpointRegion> checkpoint;
+  uint32_t checkpoint_serial = 0;
+  bool checkpoint_replaying = false;  // a region's ops are being run again
+
+  mixp_log_fn log_fn = nullptr;
+  void *log_user = nullptr;
+  void log(mixp_log_level level, const std::string &message) const noexcept;
 
   std::atomic<uint64_t> mem_current{0};
   std::atomic<uint64_t> mem_peak{0};
@@ -68,6 +93,10 @@ Session *check_session(const mixp_session *s, const char *fn, const char *arg = 
 // Sets the calling thread's OpenMP thread count to the session's; called at
 // the start of every operation (it is a per-thread setting in OpenMP).
 void apply_threads(const Session *s) noexcept;
+
+// Whether F32 products may use TF32: MIXP_TF32_OVERRIDE=0|1 wins over the
+// session's switch (like NVIDIA_TF32_OVERRIDE).
+bool tf32_enabled(const Session *s) noexcept;
 
 // Creates a session (used by mixp_session_create).
 SessionRef make_session(const mixp_session_options &opts);

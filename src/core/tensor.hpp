@@ -42,8 +42,15 @@ struct mixp_tensor {
   // Autograd.
   bool requires_grad = false;
   mixp::Ref<mixp_tensor> grad;
+  // The dtype .grad is kept in: the tensor's own dtype, or F32 for half
+  // parameters decorated with master_grad (Paddle's O2 master_grad).
+  mixp::DType grad_dtype = MIXP_F32;
+  bool grad_dtype_set = false;
   std::shared_ptr<mixp::Node> grad_fn;  // null for leaves
   int output_nr = 0;
+  // Set on values made inside a checkpoint region: (region serial << 32) |
+  // (tape slot + 1), so the tape refers to them without holding them.
+  uint64_t checkpoint_tag = 0;
 
   ~mixp_tensor() { magic = 0; }
 

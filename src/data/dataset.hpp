@@ -19,7 +19,18 @@ struct DatasetData {
   Shape sample_shape;            // e.g. {1, 28, 28}
   int64_t num_classes = 0;
 
-  int64_t size() const noexcept { return int64_t(labels.size()); }
+  // Character-level text (mixp_dataset_text) when block_size > 0: `samples`
+  // holds the whole text as token ids (one byte each, an index into
+  // `vocab`), `labels` is empty, sample_shape is {block_size}, num_classes
+  // the vocabulary size, and sample i is the window samples[i, i + T) with
+  // the next-token targets samples[i + 1, i + T + 1).
+  int64_t block_size = 0;
+  std::vector<uint8_t> vocab;  // vocab[id] is the byte token `id` stands for
+
+  bool is_text() const noexcept { return block_size > 0; }
+  int64_t size() const noexcept {
+    return is_text() ? int64_t(samples.size()) - block_size : int64_t(labels.size());
+  }
   int64_t sample_numel() const noexcept { return sample_shape.numel(); }
 };
 using DatasetPtr = std::shared_ptr<const DatasetData>;
@@ -36,6 +47,15 @@ DatasetPtr load_fashion_mnist(const std::string &dir, bool train, const char *fn
 // The synthetic classification set described at mixp_dataset_synthetic();
 // `opts` must already be validated. Uses the session's thread count.
 DatasetPtr make_synthetic(const Session *s, const mixp_synthetic_options &opts);
+
+// Reads any file as character-level text (data/text.cpp): MIXP_ERR_IO when
+// it cannot be read, MIXP_ERR_INVALID_ARGUMENT when it has no more than
+// block_size bytes.
+DatasetPtr load_text(const std::string &path, int64_t block_size, const char *fn);
+
+// Samples [start, start + count) of `d` as a new dataset (text: the windows
+// starting there, sharing the vocabulary). The range must be valid.
+DatasetPtr subset(const DatasetData &d, int64_t start, int64_t count);
 
 // Fails with MIXP_ERR_INVALID_ARGUMENT (naming fn and the field) unless the
 // options are usable.

@@ -122,6 +122,41 @@ bool mixp_loader::next(mixp::TensorPtr *inputs, mixp::TensorPtr *labels) {
   }
 
   const int64_t b = std::min(opts.batch_size, remaining);
+  const int64_t *order_p = ord->data() + next_pos;
+  TensorPtr x, y;
+  if (data->is_text()) {
+    // Token windows: x = tokens[i, i + T), y = tokens[i + 1, i + T + 1).
+    const int64_t T = data->block_size;
+    std::vector<int64_t> xbuf(size_t(b * T)), ybuf(size_t(b * T));
+    const uint8_t *tok = data->samples.data();
+    for (int64_t i = 0; i < b; ++i) {
+      const uint8_t *w = tok + order_p[i];
+      for (int64_t t = 0; t < T; ++t) {
+        xbuf[size_t(i * T + t)] = w[t];
+        ybuf[size_t(i * T + t)] = w[t + 1];
+      }
+    }
+    x = empty(s, MIXP_I64, Shape{b, T});
+    y = empty(s, MIXP_I64, Shape{b, T});
+    s->backend->copy_from_host(x->data(), xbuf.data(), xbuf.size() * sizeof(int64_t));
+    s->backend->copy_from_host(y->data(), ybuf.data(), ybuf.size() * sizeof(int64_t));
+  } else {
+    gather_images(*s, order_p, b, &x, &y);
+  }
+
+  if (epoch_done) order.swap(fresh);
+  epoch = next_epoch;
+  pos = next_pos + b;
+  epoch_done = false;
+  *inputs = std::move(x);
+  *labels = std::move(y);
+  return true;
+}
+
+void mixp_loader::gather_images(mixp::Session &ses, const int64_t *order_p, int64_t b,
+                                mixp::TensorPtr *x_out, mixp::TensorPtr *y_out) const {
+  using namespace mixp;
+  Session *s = &ses;
   const int64_t numel = data->sample_numel();
   const size_t es = dtype_size(opts.dtype);
   Shape xs;
@@ -132,7 +167,6 @@ bool mixp_loader::next(mixp::TensorPtr *inputs, mixp::TensorPtr *labels) {
   std::vector<unsigned char> xbuf(size_t(b * numel) * es);
   std::vector<int64_t> ybuf(static_cast<size_t>(b));
   const uint8_t *src = data->samples.data();
-  const int64_t *order_p = ord->data() + next_pos;
   const bool big = b * numel >= (int64_t(1) << 16);
 #pragma omp parallel for schedule(static) if (big)
   for (int64_t i = 0; i < b; ++i) {
@@ -157,12 +191,6 @@ bool mixp_loader::next(mixp::TensorPtr *inputs, mixp::TensorPtr *labels) {
   TensorPtr y = empty(s, MIXP_I64, Shape{b});
   s->backend->copy_from_host(x->data(), xbuf.data(), xbuf.size());
   s->backend->copy_from_host(y->data(), ybuf.data(), ybuf.size() * sizeof(int64_t));
-
-  if (epoch_done) order.swap(fresh);
-  epoch = next_epoch;
-  pos = next_pos + b;
-  epoch_done = false;
-  *inputs = std::move(x);
-  *labels = std::move(y);
-  return true;
+  *x_out = std::move(x);
+  *y_out = std::move(y);
 }

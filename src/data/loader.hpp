@@ -40,7 +40,14 @@ struct mixp_loader {
 
   int64_t num_batches() const noexcept;
   // The next batch; false (outputs untouched) at the end of the epoch.
+  // Text datasets give I64 token windows [B, T] and their targets [B, T].
   bool next(mixp::TensorPtr *inputs, mixp::TensorPtr *labels);
+
+ private:
+  // Images: normalised pixels [B, C, H, W] and I64 labels [B] of the
+  // samples order_p[0, b).
+  void gather_images(mixp::Session &s, const int64_t *order_p, int64_t b, mixp::TensorPtr *x,
+                     mixp::TensorPtr *y) const;
 };
 
 namespace mixp {

@@ -35,6 +35,15 @@ struct mixp_module {
   const std::string &type_name() const noexcept { return type_name_; }
   mixp::Session *session() const noexcept { return session_.get(); }
 
+  // Normalisation layers (BatchNorm, LayerNorm, ...) override this to return
+  // true: O2 decorate keeps their parameters in fp32 (keep_norm_fp32).
+  virtual bool is_norm_layer() const { return false; }
+
+  // Set by O2 decorate (src/amp/decorate.cpp) on every module of a tree it
+  // casts, so that a second decorate of the tree, or of a part of it, is
+  // refused instead of casting half parameters again.
+  bool amp_decorated = false;
+
   bool training() const noexcept { return training_; }
   // Sets the flag on this module and every descendant.
   void set_training(bool on);
@@ -45,6 +54,8 @@ struct mixp_module {
   // (registration happens during construction only).
   const std::string &parameter_name(size_t i) const { return flat_params()[i].name; }
   const mixp::TensorPtr &parameter(size_t i) const;
+  // The module (this one or a descendant) that registered parameter i.
+  const mixp_module &parameter_owner(size_t i) const { return *flat_params()[i].owner; }
   size_t num_buffers() const { return flat_buffers().size(); }
   const std::string &buffer_name(size_t i) const { return flat_buffers()[i].name; }
   const mixp::TensorPtr &buffer(size_t i) const;

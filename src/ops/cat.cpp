@@ -25,11 +25,13 @@ struct CatNode : Node {
 
 }  // namespace
 
-TensorPtr cat(const std::vector<TensorPtr> &xs, int dim) {
+TensorPtr cat(const std::vector<TensorPtr> &xs_in, int dim) {
   static const char *fn = "mixp_cat";
-  if (xs.empty()) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": needs at least one tensor, got 0");
+  if (xs_in.empty()) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": needs at least one tensor, got 0");
+  std::vector<TensorPtr> xs = xs_in;
+  OpScope scope("cat", xs[0]->session.get(), xs);
+  scope.tape(xs, [dim](const Replay &r) { return cat(r.all(), dim); });
   const Tensor &x0 = *xs[0];
-  OpScope scope("cat", x0.session.get());
   Session *s = scope.session();
   if (x0.ndim == 0)
     fail(MIXP_ERR_SHAPE, fn, ": tensors[0] is 0-dimensional and has no dim to concatenate along");
@@ -71,7 +73,7 @@ TensorPtr cat(const std::vector<TensorPtr> &xs, int dim) {
     node->starts = starts;
     record(node, inputs, {y.get()});
   }
-  return y;
+  return scope.finish(y);
 }
 
 }  // namespace mixp

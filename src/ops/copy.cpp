@@ -29,18 +29,20 @@ TensorPtr clone(const TensorPtr &x) {
 TensorPtr contiguous(const TensorPtr &x) {
   if (x->is_contiguous()) return x;
   OpScope scope("contiguous", x->session.get());
+  scope.tape({x.get()}, [](const Replay &r) { return contiguous(r[0]); });
   TensorPtr out = clone(x);
   if (should_record(x->session.get(), {x.get()})) {
     auto node = std::make_shared<IdentityNode>();
     node->name = "contiguous";
     record(node, {x.get()}, {out.get()});
   }
-  return out;
+  return scope.produced(out);
 }
 
 TensorPtr cast(const TensorPtr &x, DType dtype) {
   if (x->dtype == dtype) return x;
   OpScope scope("cast", x->session.get());
+  scope.tape({x.get()}, [dtype](const Replay &r) { return cast(r[0], dtype); });
   TensorPtr out = empty(x->session.get(), dtype, shape_of(*x));
   if (out->numel() > 0) backend_of(*x).copy(view_of(*x), view_of(*out));
   if (is_float(x->dtype) && is_float(dtype) && should_record(x->session.get(), {x.get()})) {
@@ -48,7 +50,9 @@ TensorPtr cast(const TensorPtr &x, DType dtype) {
     node->name = "cast";
     record(node, {x.get()}, {out.get()});
   }
-  return out;
+  // Narrowing to a 16-bit float is where overflow to Inf starts (autocast's
+  // casts included), so the numerics checker looks at those casts.
+  return is_half(dtype) && !is_half(x->dtype) ? scope.finish(out) : scope.produced(out);
 }
 
 void copy_into(Tensor &dst, const Tensor &src) {

@@ -30,14 +30,16 @@ struct DropoutNode : Node {
 
 }  // namespace
 
-TensorPtr dropout(const TensorPtr &x, double p, bool training) {
+TensorPtr dropout(const TensorPtr &x_in, double p, bool training) {
   static const char *fn = "mixp_dropout";
-  OpScope scope("dropout", x->session.get());
+  TensorPtr x = x_in;
+  OpScope scope("dropout", x->session.get(), {&x});
+  scope.tape({x.get()}, [=](const Replay &r) { return dropout(r[0], p, training); });
   Session *s = scope.session();
   require_float(fn, "x", *x);
   if (!(p >= 0.0 && p < 1.0))
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": p = ", p, " is outside [0, 1)");
-  if (!training || p == 0.0) return x;
+  if (!training || p == 0.0) return scope.produced(x);
 
   TensorPtr mask = empty(s, MIXP_U8, shape_of(*x));
   const uint64_t n = uint64_t(mask->numel());
@@ -53,7 +55,13 @@ TensorPtr dropout(const TensorPtr &x, double p, bool training) {
     node->scale = scale;
     record(node, {x.get()}, {y.get()});
   }
-  return y;
+  try {
+    return scope.finish(y);
+  } catch (...) {
+    // A call the numerics checker fails must not consume random numbers.
+    s->rng_offset = offset;
+    throw;
+  }
 }
 
 }  // namespace mixp

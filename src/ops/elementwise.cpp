@@ -26,6 +26,9 @@ const char *unary_name(UnaryOp op) noexcept {
     case UnaryOp::MulScalar: return "mul_scalar";
     case UnaryOp::RsubScalar: return "rsub_scalar";
     case UnaryOp::RdivScalar: return "rdiv_scalar";
+    case UnaryOp::Hardswish: return "hardswish";
+    case UnaryOp::Hardsigmoid: return "hardsigmoid";
+    case UnaryOp::Silu: return "silu";
   }
   return "unary";
 }
@@ -59,6 +62,9 @@ const char *unary_fn(UnaryOp op) noexcept {
     case UnaryOp::MulScalar: return "mixp_mul_scalar";
     case UnaryOp::RsubScalar: return "mixp_rsub_scalar";
     case UnaryOp::RdivScalar: return "mixp_rdiv_scalar";
+    case UnaryOp::Hardswish: return "mixp_hardswish";
+    case UnaryOp::Hardsigmoid: return "mixp_hardsigmoid";
+    case UnaryOp::Silu: return "mixp_silu";
   }
   return "mixp_unary";
 }
@@ -82,7 +88,10 @@ bool backward_reads_input(UnaryOp op) noexcept {
     case UnaryOp::GeluErf:
     case UnaryOp::GeluTanh:
     case UnaryOp::Pow:
-    case UnaryOp::RdivScalar: return true;
+    case UnaryOp::RdivScalar:
+    case UnaryOp::Hardswish:
+    case UnaryOp::Hardsigmoid:
+    case UnaryOp::Silu: return true;
     default: return false;
   }
 }
@@ -180,10 +189,12 @@ void require_tensor(const TensorPtr &t, const char *fn, const char *arg) {
 
 }  // namespace
 
-TensorPtr unary(UnaryOp op, const TensorPtr &x, double s) {
+TensorPtr unary(UnaryOp op, const TensorPtr &x_in, double s) {
   const char *fn = unary_fn(op);
-  require_tensor(x, fn, "x");
-  OpScope scope(unary_name(op), x->session.get());
+  require_tensor(x_in, fn, "x");
+  TensorPtr x = x_in;
+  OpScope scope(unary_name(op), x->session.get(), {&x});
+  scope.tape({x.get()}, [=](const Replay &r) { return unary(op, r[0], s); });
   Session *ses = scope.session();
   require_float(fn, "x", *x);
 
@@ -205,15 +216,17 @@ TensorPtr unary(UnaryOp op, const TensorPtr &x, double s) {
     if (backward_reads_output(op)) node->y = detach(*y);
     record(node, {x.get()}, {y.get()});
   }
-  return y;
+  return scope.finish(y);
 }
 
-TensorPtr binary(BinaryOp op, const TensorPtr &a, const TensorPtr &b) {
+TensorPtr binary(BinaryOp op, const TensorPtr &a_in, const TensorPtr &b_in) {
   const char *fn = binary_fn(op);
-  require_tensor(a, fn, "a");
-  require_tensor(b, fn, "b");
-  Session *ses = same_session(fn, {a.get(), b.get()});
-  OpScope scope(binary_name(op), ses);
+  require_tensor(a_in, fn, "a");
+  require_tensor(b_in, fn, "b");
+  Session *ses = same_session(fn, {a_in.get(), b_in.get()});
+  TensorPtr a = a_in, b = b_in;
+  OpScope scope(binary_name(op), ses, {&a, &b});
+  scope.tape({a.get(), b.get()}, [=](const Replay &r) { return binary(op, r[0], r[1]); });
   require_float(fn, "a", *a);
   require_float(fn, "b", *b);
   require_same_dtype(fn, "a", *a, "b", *b);
@@ -238,7 +251,7 @@ TensorPtr binary(BinaryOp op, const TensorPtr &a, const TensorPtr &b) {
     }
     record(node, {a.get(), b.get()}, {out.get()});
   }
-  return out;
+  return scope.finish(out);
 }
 
 }  // namespace mixp

@@ -52,10 +52,13 @@ struct CrossEntropyNode : Node {
 
 }  // namespace
 
-TensorPtr cross_entropy(const TensorPtr &logits, const TensorPtr &target, mixp_reduction reduction,
+TensorPtr cross_entropy(const TensorPtr &logits_in, const TensorPtr &target, mixp_reduction reduction,
                         int64_t ignore_index) {
   static const char *fn = "mixp_cross_entropy";
-  OpScope scope("cross_entropy", logits->session.get());
+  TensorPtr logits = logits_in;
+  OpScope scope("cross_entropy", logits->session.get(), {&logits});
+  scope.tape({logits.get(), target.get()},
+             [=](const Replay &r) { return cross_entropy(r[0], r[1], reduction, ignore_index); });
   Session *s = same_session(fn, {logits.get(), target.get()});
   check_reduction(fn, reduction);
   require_float(fn, "logits", *logits);
@@ -111,12 +114,14 @@ TensorPtr cross_entropy(const TensorPtr &logits, const TensorPtr &target, mixp_r
     node->scale = scale;
     record(node, {logits.get()}, {out.get()});
   }
-  return out;
+  return scope.finish(out);
 }
 
-TensorPtr mse_loss(const TensorPtr &a, const TensorPtr &b, mixp_reduction reduction) {
+TensorPtr mse_loss(const TensorPtr &a_in, const TensorPtr &b_in, mixp_reduction reduction) {
   static const char *fn = "mixp_mse_loss";
-  OpScope scope("mse_loss", a->session.get());
+  TensorPtr a = a_in, b = b_in;
+  OpScope scope("mse_loss", a->session.get(), {&a, &b});
+  scope.tape({a.get(), b.get()}, [=](const Replay &r) { return mse_loss(r[0], r[1], reduction); });
   same_session(fn, {a.get(), b.get()});
   check_reduction(fn, reduction);
   require_float(fn, "a", *a);
@@ -126,9 +131,9 @@ TensorPtr mse_loss(const TensorPtr &a, const TensorPtr &b, mixp_reduction reduct
   TensorPtr d = sub(a, b);
   TensorPtr sq = mul(d, d);
   switch (reduction) {
-    case MIXP_REDUCTION_SUM: return sum(sq, {}, false);
-    case MIXP_REDUCTION_NONE: return sq;
-    default: return mean(sq, {}, false);
+    case MIXP_REDUCTION_SUM: return scope.finish(sum(sq, {}, false));
+    case MIXP_REDUCTION_NONE: return scope.finish(sq);
+    default: return scope.finish(mean(sq, {}, false));
   }
 }
 

@@ -145,10 +145,13 @@ void check_matmul_args(const char *fn, const Tensor &a, const Tensor &b) {
 
 }  // namespace
 
-TensorPtr matmul(const TensorPtr &a, const TensorPtr &b) {
+TensorPtr matmul(const TensorPtr &a_in, const TensorPtr &b_in) {
   const char *fn = "mixp_matmul";
+  same_session(fn, {a_in.get(), b_in.get()});
+  TensorPtr a = a_in, b = b_in;
+  OpScope scope("matmul", a->session.get(), {&a, &b});
+  scope.tape({a.get(), b.get()}, [](const Replay &r) { return matmul(r[0], r[1]); });
   check_matmul_args(fn, *a, *b);
-  OpScope scope("matmul", a->session.get());
   if (a->ndim == 0 || b->ndim == 0)
     fail(MIXP_ERR_SHAPE, fn, ": operands must have at least one dimension: a is ", shape_str(*a), ", b is ",
          shape_str(*b));
@@ -169,29 +172,34 @@ TensorPtr matmul(const TensorPtr &a, const TensorPtr &b) {
     }
     out = reshape(out, r);
   }
-  return out;
+  return scope.finish(out);
 }
 
-TensorPtr bmm(const TensorPtr &a, const TensorPtr &b) {
+TensorPtr bmm(const TensorPtr &a_in, const TensorPtr &b_in) {
   const char *fn = "mixp_bmm";
+  same_session(fn, {a_in.get(), b_in.get()});
+  TensorPtr a = a_in, b = b_in;
+  OpScope scope("bmm", a->session.get(), {&a, &b});
+  scope.tape({a.get(), b.get()}, [](const Replay &r) { return bmm(r[0], r[1]); });
   check_matmul_args(fn, *a, *b);
-  OpScope scope("bmm", a->session.get());
   if (a->ndim != 3 || b->ndim != 3)
     fail(MIXP_ERR_SHAPE, fn, ": a and b must be 3-D [B,M,K] and [B,K,N]: a is ", shape_str(*a), ", b is ",
          shape_str(*b));
   if (a->shape[0] != b->shape[0])
     fail(MIXP_ERR_SHAPE, fn, ": batch sizes differ: a is ", shape_str(*a), ", b is ", shape_str(*b));
-  return matmul_nd(fn, a, b);
+  return scope.finish(matmul_nd(fn, a, b));
 }
 
-TensorPtr linear(const TensorPtr &x, const TensorPtr &w, const TensorPtr &bias) {
+TensorPtr linear(const TensorPtr &x_in, const TensorPtr &w_in, const TensorPtr &bias_in) {
   const char *fn = "mixp_linear";
-  same_session(fn, {x.get(), w.get(), bias.get()});
+  same_session(fn, {x_in.get(), w_in.get(), bias_in.get()});
+  TensorPtr x = x_in, w = w_in, bias = bias_in;
+  OpScope scope("linear", x->session.get(), {&x, &w, &bias});
+  scope.tape({x.get(), w.get(), bias.get()}, [](const Replay &r) { return linear(r[0], r[1], r[2]); });
   require_float(fn, "x", *x);
   require_float(fn, "weight", *w);
   require_same_dtype(fn, "x", *x, "weight", *w);
   if (bias) require_same_dtype(fn, "x", *x, "bias", *bias);
-  OpScope scope("linear", x->session.get());
   if (w->ndim != 2) fail(MIXP_ERR_SHAPE, fn, ": weight must be 2-D [out, in], got ", shape_str(*w));
   if (x->ndim < 1) fail(MIXP_ERR_SHAPE, fn, ": x must have at least one dimension, got ", shape_str(*x));
   const int64_t in = w->shape[1], outf = w->shape[0];
@@ -206,7 +214,7 @@ TensorPtr linear(const TensorPtr &x, const TensorPtr &w, const TensorPtr &bias) 
     TensorPtr y2 = linear(x2, w, bias);
     Shape os = shape_of(*x);
     os.d[os.ndim - 1] = outf;
-    return reshape(y2, os);
+    return scope.finish(reshape(y2, os));
   }
   Session *s = x->session.get();
   TensorPtr xa = addressable(x), wa = addressable(w);
@@ -234,7 +242,7 @@ TensorPtr linear(const TensorPtr &x, const TensorPtr &w, const TensorPtr &bias) 
     node->w = detach(*w);
     record(node, {x.get(), w.get(), bias.get()}, {out.get()});
   }
-  return out;
+  return scope.finish(out);
 }
 
 }  // namespace mixp

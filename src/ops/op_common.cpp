@@ -1,13 +1,80 @@
+#include <exception>
+
+#include "amp/autocast.hpp"
 #include "autograd/node.hpp"
 #include "core/error.hpp"
 #include "ops/ops.hpp"
 
 namespace mixp {
 
-OpScope::OpScope(const char *name, Session *s) : name_(name), s_(s) {
-  if (s->closed)
-    fail(MIXP_ERR_STATE, "mixp_", name, ": the tensors' session was destroyed; its tensors can only be read and released");
-  apply_threads(s);
+void OpScope::enter() {
+  if (s_->closed)
+    fail(MIXP_ERR_STATE, "mixp_", name_,
+         ": the tensors' session was destroyed; its tensors can only be read and released");
+  apply_threads(s_);
+  outermost_ = s_->op_depth == 0;
+  if (outermost_ && checkpoint_recording(s_)) {
+    recording_ = true;
+    uncaught_ = std::uncaught_exceptions();
+    rng_start_ = s_->rng_offset;
+  }
+}
+
+OpScope::~OpScope() {
+  --s_->op_depth;
+  if (recording_) settle();
+}
+
+void OpScope::tape_impl(std::vector<const Tensor *> inputs, ReplayFn fn) {
+  if (entry_ != ~size_t(0)) return;  // one entry per op call
+  entry_ = checkpoint_tape(s_, name_, inputs, std::move(fn), rng_start_);
+  tape_inputs_ = std::move(inputs);
+}
+
+void OpScope::mark(const Tensor &out, int index) const {
+  if (entry_ == ~size_t(0)) return;
+  ++marked_;
+  // An op that returns one of its inputs (dropout in eval mode) makes no new
+  // value: later uses keep referring to the input.
+  for (const Tensor *t : tape_inputs_)
+    if (t == &out) return;
+  checkpoint_mark_output(s_, entry_, const_cast<Tensor &>(out), index);
+}
+
+// An op that failed leaves no entry; one that finished without a replay
+// entry (or without marking what it made) poisons the region, so that
+// mixp_checkpoint_end refuses it instead of computing wrong gradients.
+void OpScope::settle() noexcept {
+  if (!checkpoint_recording(s_)) return;
+  try {
+    if (std::uncaught_exceptions() > uncaught_) {
+      if (entry_ != ~size_t(0)) checkpoint_drop_entry(s_, entry_);
+    } else if (entry_ == ~size_t(0)) {
+      checkpoint_untaped(s_, name_, "cannot be replayed (it records no checkpoint tape entry)");
+    } else if (marked_ == 0) {
+      checkpoint_untaped(s_, name_, "did not mark its outputs for the checkpoint tape");
+    }
+  } catch (...) {
+    // Only allocation can fail here; the region then stays as it was.
+  }
+}
+
+OpScope::OpScope(const char *name, Session *s, std::initializer_list<TensorPtr *> inputs)
+    : name_(name), s_(s) {
+  enter();
+  if (outermost_ && inputs.size() && s->amp) amp::apply(s, name, inputs);
+  ++s_->op_depth;  // last: a constructor that throws never reaches the destructor
+}
+
+OpScope::OpScope(const char *name, Session *s, std::vector<TensorPtr> &inputs) : name_(name), s_(s) {
+  enter();
+  if (outermost_ && !inputs.empty() && s->amp) amp::apply(s, name, inputs);
+  ++s_->op_depth;
+}
+
+void OpScope::check_output(const Tensor &out, int index) const {
+  if (outermost_ && s_->numerics != MIXP_NUMERICS_OFF) check_numerics(s_, name_, "forward", index, out);
+  mark(out, index);
 }
 
 Backend &backend_of(const Tensor &t) noexcept { return *t.session->backend; }

@@ -4,26 +4,105 @@
 // Results are new tensors. The C shims in src/api/ call these; backward
 // formulas call them too (with grad mode off), so every op is reusable.
 #pragma once
+#include <type_traits>
 #include <vector>
 
+#include "autograd/checkpoint.hpp"
 #include "backend/backend.hpp"
 #include "core/tensor.hpp"
 
 namespace mixp {
 
 // ---- per-op scaffolding (ops/op_common.cpp) ---------------------------------
-// Entered at the start of every public op: checks the session is open and
-// sets the thread count. `name` is the op's stable name.
+// Entered at the start of every op: checks the session is open and sets the
+// thread count. At the outermost level (an op the user called, not one an op
+// calls internally) it applies the session's autocast policy for op `name`
+// to the float tensors among `inputs`, replacing them in place, and
+// finish()/check_output() run the numerics checker on the results.
 class OpScope {
  public:
-  OpScope(const char *name, Session *s);
+  OpScope(const char *name, Session *s, std::initializer_list<TensorPtr *> inputs = {});
+  OpScope(const char *name, Session *s, std::vector<TensorPtr> &inputs);
+  ~OpScope();
+  OpScope(const OpScope &) = delete;
+  OpScope &operator=(const OpScope &) = delete;
   const char *name() const noexcept { return name_; }
   Session *session() const noexcept { return s_; }
+  bool outermost() const noexcept { return outermost_; }
+  // Checks output `index` (outermost level only) and passes it through.
+  TensorPtr finish(TensorPtr out) const {
+    check_output(*out, 0);
+    return out;
+  }
+  // Runs the numerics checker on output `index` and marks it for the tape.
+  void check_output(const Tensor &out, int index) const;
+  // Marks output `index` for the tape without a numerics check (views,
+  // index outputs) and passes it through.
+  TensorPtr produced(TensorPtr out, int index = 0) const {
+    mark(*out, index);
+    return out;
+  }
+
+  // ---- activation checkpointing (autograd/checkpoint.hpp) -------------------
+  // OP AUTHORS: every op function that opens an OpScope must call tape()
+  // right after it (before validating arguments or drawing random numbers)
+  // and return each output through finish(), check_output() or produced()
+  // with its index, e.g.
+  //   OpScope scope("silu", x->session.get(), {&x});
+  //   scope.tape({x.get()}, [=](const Replay &r) { return silu(r[0]); });
+  // Inside a checkpoint region this records how to run the op again;
+  // elsewhere it costs one branch. `inputs` are the op's tensor inputs as
+  // they are after the scope (autocast may have replaced them; nulls are
+  // allowed); `replay` receives their recomputed counterparts, in that
+  // order, and calls the same internal op with the same non-tensor
+  // arguments, returning its output (TensorPtr) or outputs (a
+  // std::vector<TensorPtr> in index order). Capture no TensorPtr in
+  // `replay`: it would keep an activation alive and replay stale values. An
+  // op the user calls inside a region without a tape() makes
+  // mixp_checkpoint_end fail with MIXP_ERR_UNSUPPORTED naming the op. Ops
+  // with side effects (batch_norm's running statistics) skip them while
+  // session()->checkpoint_replaying is set, so a replay does not repeat them.
+  template <class F>
+  void tape(std::initializer_list<const Tensor *> inputs, F &&replay) {
+    if (recording_) tape_impl(std::vector<const Tensor *>(inputs), wrap(std::forward<F>(replay)));
+  }
+  template <class F>
+  void tape(const std::vector<TensorPtr> &inputs, F &&replay) {
+    if (!recording_) return;
+    std::vector<const Tensor *> in;
+    for (const TensorPtr &t : inputs) in.push_back(t.get());
+    tape_impl(std::move(in), wrap(std::forward<F>(replay)));
+  }
 
  private:
+  template <class F>
+  static ReplayFn wrap(F &&f) {
+    using R = std::invoke_result_t<std::decay_t<F> &, const Replay &>;
+    if constexpr (std::is_convertible_v<R, TensorPtr>)
+      return [g = std::forward<F>(f)](const Replay &r) { return std::vector<TensorPtr>{TensorPtr(g(r))}; };
+    else
+      return ReplayFn(std::forward<F>(f));
+  }
+  void enter();
+  void tape_impl(std::vector<const Tensor *> inputs, ReplayFn fn);
+  void mark(const Tensor &out, int index) const;
+  void settle() noexcept;
   const char *name_;
   Session *s_;
+  bool outermost_ = false;
+  // Checkpoint bookkeeping, used only while a region records this op.
+  bool recording_ = false;
+  int uncaught_ = 0;
+  uint64_t rng_start_ = 0;
+  size_t entry_ = ~size_t(0);
+  mutable int marked_ = 0;
+  std::vector<const Tensor *> tape_inputs_;
 };
+
+// The numerics checker (amp/numerics.cpp): when the session's mode is on and
+// `t` holds NaN or Inf, reports op, phase ("forward"/"backward"), output
+// index, dtype, shape and counts: logs it (warn) or throws MIXP_ERR_NUMERIC.
+void check_numerics(Session *s, const char *op, const char *phase, int index, const Tensor &t);
 
 Backend &backend_of(const Tensor &t) noexcept;
 // Fails unless all tensors share one session; returns it.
@@ -86,5 +165,40 @@ TensorPtr cat(const std::vector<TensorPtr> &xs, int dim);
 TensorPtr matmul(const TensorPtr &a, const TensorPtr &b);
 TensorPtr bmm(const TensorPtr &a, const TensorPtr &b);
 TensorPtr linear(const TensorPtr &x, const TensorPtr &w, const TensorPtr &bias);
+
+// ---- convolution and pooling (ops/conv.cpp, ops/pool.cpp) ---------------------
+// The options come from the C API (struct_size already checked); the ops
+// validate every field. bias may be null.
+TensorPtr conv2d(const TensorPtr &x, const TensorPtr &w, const TensorPtr &bias,
+                 const mixp_conv2d_options &o);
+TensorPtr max_pool2d(const TensorPtr &x, const mixp_pool2d_options &o);
+TensorPtr avg_pool2d(const TensorPtr &x, const mixp_pool2d_options &o);
+TensorPtr adaptive_avg_pool2d(const TensorPtr &x, int64_t out_h, int64_t out_w, mixp_layout layout);
+
+// ---- normalisation, activations, embedding, attention, shape ops (norm helper:
+// ops/norm.cpp, ops/embedding.cpp, ops/attention.cpp, ops/shape_ops.cpp) ------
+// Optional tensors (weight, bias, running statistics) may be null. In
+// training, batch_norm updates running_mean/running_var in place (not
+// recorded) once the whole call has succeeded.
+TensorPtr batch_norm(const TensorPtr &x, const TensorPtr &weight, const TensorPtr &bias,
+                     const TensorPtr &running_mean, const TensorPtr &running_var, bool training,
+                     double momentum, double eps, mixp_layout layout);
+TensorPtr layer_norm(const TensorPtr &x, int normalized_ndim, const TensorPtr &weight,
+                     const TensorPtr &bias, double eps);
+TensorPtr group_norm(const TensorPtr &x, int64_t groups, const TensorPtr &weight,
+                     const TensorPtr &bias, double eps);
+inline TensorPtr hardswish(const TensorPtr &x) { return unary(UnaryOp::Hardswish, x); }
+inline TensorPtr hardsigmoid(const TensorPtr &x) { return unary(UnaryOp::Hardsigmoid, x); }
+inline TensorPtr silu(const TensorPtr &x) { return unary(UnaryOp::Silu, x); }
+// padding_idx -1 for none.
+TensorPtr embedding(const TensorPtr &weight, const TensorPtr &indices, int64_t padding_idx);
+// scale <= 0 means 1/sqrt(E).
+TensorPtr scaled_dot_product_attention(const TensorPtr &q, const TensorPtr &k, const TensorPtr &v,
+                                       bool is_causal, double dropout_p, double scale);
+// Views, one per size, each recorded as a slice.
+std::vector<TensorPtr> split(const TensorPtr &x, const std::vector<int64_t> &sizes, int dim);
+TensorPtr flatten(const TensorPtr &x, int start_dim, int end_dim);
+// (before, after) pairs from the last dim; negative values crop.
+TensorPtr pad(const TensorPtr &x, const std::vector<int64_t> &pads, double value);
 
 }  // namespace mixp

@@ -41,9 +41,11 @@ struct SumNode : Node {
   }
 };
 
-TensorPtr sum_impl(const char *op, const char *fn, const TensorPtr &x, const std::vector<int> &dims,
+TensorPtr sum_impl(const char *op, const char *fn, const TensorPtr &x_in, const std::vector<int> &dims,
                    bool keepdim, bool is_mean) {
-  OpScope scope(op, x->session.get());
+  TensorPtr x = x_in;
+  OpScope scope(op, x->session.get(), {&x});
+  scope.tape({x.get()}, [=](const Replay &r) { return sum_impl(op, fn, r[0], dims, keepdim, is_mean); });
   Session *s = scope.session();
   require_float(fn, "x", *x);
   const int nd = x->ndim;
@@ -71,6 +73,27 @@ TensorPtr sum_impl(const char *op, const char *fn, const TensorPtr &x, const std
   }
   if (keepdim) out_shape = keep_shape;
 
+  // Reducing a leading block of dims of a contiguous tensor (bias gradients,
+  // batch means) reads the rows in place: no transposed copy.
+  int lead = 0;
+  while (lead < nd && red[size_t(lead)]) ++lead;
+  bool leading = lead > 0 && lead < nd && x->is_contiguous();
+  for (int d = lead; d < nd; ++d) leading = leading && !red[size_t(d)];
+  if (leading) {
+    const double scale = is_mean ? 1.0 / double(cols) : 1.0;
+    TensorPtr y = empty(s, x->dtype, out_shape);
+    if (rows > 0) backend_of(*x).sum_cols(view_of(*x), cols, rows, view_of(*y), scale);
+    if (should_record(s, {x.get()})) {
+      auto node = std::make_shared<SumNode>();
+      node->name = op;
+      node->in_shape = shape_of(*x);
+      node->keep_shape = keep_shape;
+      node->scale = scale;
+      record(node, {x.get()}, {y.get()});
+    }
+    return scope.finish(y);
+  }
+
   // Work on a detached alias so the permute/copy below records nothing.
   TensorPtr xd = detach(*x);
   if (!identity) xd = permute(xd, perm, nd);
@@ -87,7 +110,7 @@ TensorPtr sum_impl(const char *op, const char *fn, const TensorPtr &x, const std
     node->scale = scale;
     record(node, {x.get()}, {y.get()});
   }
-  return y;
+  return scope.finish(y);
 }
 
 // Geometry of a reduction along one dim: [outer, n, inner].
@@ -157,8 +180,15 @@ TensorPtr mean(const TensorPtr &x, const std::vector<int> &dims, bool keepdim) {
   return sum_impl("mean", "mixp_mean", x, dims, keepdim, true);
 }
 
-void max(const TensorPtr &x, int dim, bool keepdim, TensorPtr *values, TensorPtr *indices) {
-  OpScope scope("max", x->session.get());
+void max(const TensorPtr &x_in, int dim, bool keepdim, TensorPtr *values, TensorPtr *indices) {
+  TensorPtr x = x_in;
+  OpScope scope("max", x->session.get(), {&x});
+  const bool want_values = values != nullptr;
+  scope.tape({x.get()}, [=](const Replay &r) {
+    TensorPtr v, i;
+    max(r[0], dim, keepdim, want_values ? &v : nullptr, &i);
+    return std::vector<TensorPtr>{v, i};
+  });
   Session *s = scope.session();
   if (x->dtype == MIXP_BOOL)
     fail(MIXP_ERR_DTYPE, "mixp_max: x has dtype bool, which has no order");
@@ -182,12 +212,16 @@ void max(const TensorPtr &x, int dim, bool keepdim, TensorPtr *values, TensorPtr
     node->inner = a.inner;
     record(node, {x.get()}, {vals.get()});
   }
+  if (vals) scope.check_output(*vals, 0);
+  scope.produced(idx, 1);
   if (values) *values = vals;
   if (indices) *indices = idx;
 }
 
-TensorPtr argmax(const TensorPtr &x, int dim, bool keepdim) {
-  OpScope scope("argmax", x->session.get());
+TensorPtr argmax(const TensorPtr &x_in, int dim, bool keepdim) {
+  TensorPtr x = x_in;
+  OpScope scope("argmax", x->session.get(), {&x});
+  scope.tape({x.get()}, [=](const Replay &r) { return argmax(r[0], dim, keepdim); });
   if (x->dtype == MIXP_BOOL)
     fail(MIXP_ERR_DTYPE, "mixp_argmax: x has dtype bool, which has no order");
   AxisSplit a = split_axis("mixp_argmax", *x, dim, keepdim);
@@ -195,7 +229,7 @@ TensorPtr argmax(const TensorPtr &x, int dim, bool keepdim) {
   TensorPtr idx = empty(scope.session(), MIXP_I64, a.out_shape);
   if (a.outer * a.inner > 0)
     backend_of(*x).max_dim(view_of(*xc), a.outer, a.n, a.inner, nullptr, view_of(*idx));
-  return idx;
+  return scope.finish(idx);
 }
 
 }  // namespace mixp

@@ -28,10 +28,12 @@ struct SoftmaxNode : Node {
 
 }  // namespace
 
-TensorPtr softmax(const TensorPtr &x, int dim, bool log) {
+TensorPtr softmax(const TensorPtr &x_in, int dim, bool log) {
   const char *op = log ? "log_softmax" : "softmax";
   const char *fn = log ? "mixp_log_softmax" : "mixp_softmax";
-  OpScope scope(op, x->session.get());
+  TensorPtr x = x_in;
+  OpScope scope(op, x->session.get(), {&x});
+  scope.tape({x.get()}, [=](const Replay &r) { return softmax(r[0], dim, log); });
   Session *s = scope.session();
   require_float(fn, "x", *x);
   const int d = wrap_dim(dim, x->ndim, fn, "dim");
@@ -54,7 +56,7 @@ TensorPtr softmax(const TensorPtr &x, int dim, bool log) {
     node->log = log;
     record(node, {x.get()}, {y.get()});
   }
-  return y;
+  return scope.finish(y);
 }
 
 }  // namespace mixp

@@ -85,6 +85,7 @@ bool view_strides(const Tensor &x, const Shape &target, int64_t *out) {
 TensorPtr reshape(const TensorPtr &x, const Shape &shape_in) {
   const char *fn = "mixp_reshape";
   OpScope scope("reshape", x->session.get());
+  scope.tape({x.get()}, [shape_in](const Replay &r) { return reshape(r[0], shape_in); });
   Shape shape = shape_in;
   int infer = -1;
   int64_t known = 1;
@@ -122,7 +123,7 @@ TensorPtr reshape(const TensorPtr &x, const Shape &shape_in) {
     node->name = "reshape";
     record(node, {x.get()}, {out.get()});
   }
-  return out;
+  return scope.produced(out);
 }
 
 TensorPtr permute(const TensorPtr &x, const int *dims, int ndim) {
@@ -139,6 +140,7 @@ TensorPtr permute(const TensorPtr &x, const int *dims, int ndim) {
     perm[size_t(i)] = d;
     inverse[size_t(d)] = i;
   }
+  scope.tape({x.get()}, [perm](const Replay &r) { return permute(r[0], perm.data(), int(perm.size())); });
   Shape shape;
   shape.ndim = ndim;
   int64_t strides[MIXP_MAX_DIMS];
@@ -153,7 +155,7 @@ TensorPtr permute(const TensorPtr &x, const int *dims, int ndim) {
     node->inverse = inverse;
     record(node, {x.get()}, {out.get()});
   }
-  return out;
+  return scope.produced(out);
 }
 
 TensorPtr transpose(const TensorPtr &x, int dim0, int dim1) {
@@ -169,6 +171,7 @@ TensorPtr transpose(const TensorPtr &x, int dim0, int dim1) {
 TensorPtr slice(const TensorPtr &x, int dim, int64_t start, int64_t end, int64_t step) {
   const char *fn = "mixp_slice";
   OpScope scope("slice", x->session.get());
+  scope.tape({x.get()}, [=](const Replay &r) { return slice(r[0], dim, start, end, step); });
   const int d = wrap_dim(dim, x->ndim, fn);
   if (step < 1) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": step must be >= 1, got ", step);
   const int64_t size = x->shape[d];
@@ -190,12 +193,13 @@ TensorPtr slice(const TensorPtr &x, int dim, int64_t start, int64_t end, int64_t
     node->step = step;
     record(node, {x.get()}, {out.get()});
   }
-  return out;
+  return scope.produced(out);
 }
 
 TensorPtr expand(const TensorPtr &x, const Shape &shape) {
   const char *fn = "mixp_expand";
   OpScope scope("expand", x->session.get());
+  scope.tape({x.get()}, [shape](const Replay &r) { return expand(r[0], shape); });
   if (broadcast_shapes(fn, shape_of(*x), shape) != shape)
     fail(MIXP_ERR_SHAPE, fn, ": x of shape ", shape_str(*x), " does not broadcast to ", shape_str(shape));
   View v = broadcast_view(*x, shape);
@@ -205,7 +209,7 @@ TensorPtr expand(const TensorPtr &x, const Shape &shape) {
     node->name = "expand";
     record(node, {x.get()}, {out.get()});
   }
-  return out;
+  return scope.produced(out);
 }
 
 }  // namespace mixp

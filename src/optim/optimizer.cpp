@@ -130,10 +130,9 @@ void mixp_optimizer::step(const char *fn) {
   // that an error leaves parameters and state untouched.
   struct Work {
     Slot *slot;
-    TensorPtr grad;    // contiguous, the parameter's dtype
+    TensorPtr grad;    // contiguous; F32 with a master, else the parameter's dtype
     TensorPtr target;  // the parameter, or a contiguous copy written back after
-    TensorPtr buf1, buf2;
-    bool fresh = false;  // buf1 created in this step
+    TensorPtr buf1, buf2, step;
   };
   std::vector<Work> work;
   {
@@ -145,25 +144,32 @@ void mixp_optimizer::step(const char *fn) {
       if (shape_of(*g) != shape_of(p))
         fail(MIXP_ERR_INTERNAL, fn, ": a parameter of shape ", shape_str(p),
              " holds a gradient of shape ", shape_str(*g));
-      if (g->dtype != p.dtype) g = cast(g, p.dtype);
+      const DType gd = slot.master ? MIXP_F32 : p.dtype;
+      if (g->dtype != gd) g = cast(g, gd);
       g = contiguous(g);
       Work w{&slot, g, p.is_contiguous() ? slot.param : clone(slot.param), slot.buf1, slot.buf2,
-             false};
-      const DType sd = optim::state_dtype(p.dtype);
-      if (need_buf1 && !w.buf1) {
-        // SGD's first step overwrites the whole momentum buffer.
-        w.buf1 = sgd ? empty(s, sd, shape_of(p)) : zeros(s, sd, shape_of(p));
-        w.fresh = true;
-      }
+             slot.step};
+      const DType sd = slot.master ? MIXP_F32 : optim::state_dtype(p.dtype);
+      // Zeros even for SGD's momentum (whose first update overwrites it): a
+      // first step skipped on the device must leave defined state behind.
+      if (need_buf1 && !w.buf1) w.buf1 = zeros(s, sd, shape_of(p));
       if (!sgd && !w.buf2) w.buf2 = zeros(s, sd, shape_of(p));
+      if (!w.step) w.step = zeros(s, MIXP_F64, Shape{});
       work.push_back(std::move(w));
     }
   }
 
   apply_threads(s);
+  const float *skip = found_inf ? found_inf->data_as<const float>() : nullptr;
   for (Work &w : work) {
     Tensor &t = *w.target;
-    const int64_t n = t.numel();
+    optim::ParamArgs pa;
+    pa.dtype = t.dtype;
+    pa.n = t.numel();
+    pa.param = t.data();
+    pa.master = w.slot->master ? w.slot->master->data() : nullptr;
+    pa.grad = w.grad->data();
+    pa.step = w.step->data_as<double>();
     void *buf1 = w.buf1 ? w.buf1->data() : nullptr;
     if (sgd) {
       optim::SgdArgs a;
@@ -172,10 +178,8 @@ void mixp_optimizer::step(const char *fn) {
       a.dampening = options.dampening;
       a.weight_decay = options.weight_decay;
       a.nesterov = options.nesterov != 0;
-      a.init_buffer = w.fresh;
-      kernels.sgd(t.dtype, n, t.data(), w.grad->data(), buf1, a);
+      kernels.sgd(pa, buf1, a, skip);
     } else {
-      const double step_t = double(w.slot->steps + 1);
       optim::AdamArgs a;
       a.lr = lr;
       a.beta1 = options.beta1;
@@ -183,9 +187,7 @@ void mixp_optimizer::step(const char *fn) {
       a.eps = options.eps;
       a.weight_decay = options.weight_decay;
       a.decoupled = options.kind == MIXP_OPTIM_ADAMW;
-      a.bias_correction1 = 1.0 - std::pow(options.beta1, step_t);
-      a.bias_correction2 = 1.0 - std::pow(options.beta2, step_t);
-      kernels.adam(t.dtype, n, t.data(), w.grad->data(), buf1, w.buf2->data(), a);
+      kernels.adam(pa, buf1, w.buf2->data(), a, skip);
     }
     if (w.target.get() != w.slot->param.get()) {
       NoGradGuard no_grad(s);
@@ -193,13 +195,35 @@ void mixp_optimizer::step(const char *fn) {
     }
     w.slot->buf1 = std::move(w.buf1);
     w.slot->buf2 = std::move(w.buf2);
-    ++w.slot->steps;
+    w.slot->step = std::move(w.step);
   }
+  if (found_inf) s->backend->fill(view_of(*found_inf), 0.0);
   ++step_count;
 }
 
 void mixp_optimizer::zero_grad() noexcept {
   for (Slot &slot : slots) slot.param->grad.reset();
+}
+
+bool mixp_optimizer::has_state() const noexcept {
+  for (const Slot &slot : slots)
+    if (slot.step || slot.buf1 || slot.buf2) return true;
+  return false;
+}
+
+std::vector<mixp::TensorPtr> mixp_optimizer::contiguous_grads() {
+  using namespace mixp;
+  std::vector<TensorPtr> grads;
+  for (Slot &slot : slots) {
+    Tensor &p = *slot.param;
+    if (!p.grad) continue;
+    if (!p.grad->is_contiguous()) {
+      NoGradGuard no_grad(session.get());
+      p.grad = clone(p.grad);
+    }
+    grads.push_back(p.grad);
+  }
+  return grads;
 }
 
 namespace mixp {
@@ -241,6 +265,7 @@ std::unique_ptr<Optimizer> make_optimizer(Session *s, mixp_tensor *const *params
   auto opt = std::make_unique<Optimizer>();
   opt->session = SessionRef::share(s);
   opt->options = options;
+  opt->found_inf = zeros(s, MIXP_F32, Shape{});
   opt->slots.reserve(size_t(n));
   for (int i = 0; i < n; ++i) {
     const std::string arg = str("params[", i, "]");

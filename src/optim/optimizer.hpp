@@ -41,25 +41,49 @@ struct mixp_optimizer {
   // finds a gradient for the parameter.
   struct Slot {
     mixp::TensorPtr param;
+    // The fp32 master of a half parameter (multi-precision, set by O2
+    // decorate): contiguous, updated by the kernel, rounded into param.
+    mixp::TensorPtr master;
     mixp::TensorPtr buf1;  // SGD momentum_buffer, Adam exp_avg
     mixp::TensorPtr buf2;  // Adam exp_avg_sq
-    int64_t steps = 0;     // updates applied to this parameter (Adam's state['step'])
+    // Updates applied to this parameter (Adam's state['step']): an F64
+    // scalar in device memory that only the kernels advance, so a step
+    // skipped on the device leaves it alone without the host knowing.
+    mixp::TensorPtr step;
   };
 
   mixp::SessionRef session;
   mixp_optimizer_options options{};  // validated copy; options.lr is the base lr
   std::vector<Slot> slots;
+  // Calls of step(), skipped ones included: it drives the LR schedule, as
+  // PyTorch's scheduler.step() runs whether or not the scaler skipped.
   int64_t step_count = 0;
+  // The skip flag (F32 scalar, device memory): set by a GradScaler's unscale
+  // and by a non-finite clip norm, read by the kernels of the next step(),
+  // which then leave everything untouched, and reset to 0 by that step().
+  mixp::TensorPtr found_inf;
+  // Identity for weak references (a GradScaler's per-optimizer records): a
+  // record holds a weak_ptr to it, so a destroyed optimizer is recognised as
+  // gone even if a new one is allocated at the same address.
+  std::shared_ptr<const int> identity = std::make_shared<const int>(0);
 
   ~mixp_optimizer() { magic = 0; }
 
   double current_lr() const noexcept {
     return mixp::optim::schedule_lr(options, options.lr, step_count);
   }
-  // Updates every parameter that has a gradient, then advances step_count.
-  // Either all parameters are updated or (on error) none is.
+  // Updates every parameter that has a gradient, then advances step_count
+  // and clears found_inf. Either all parameters are updated or (on error)
+  // none is; when found_inf is set on the device, the kernels skip and every
+  // parameter, master and state buffer stays bit-identical.
   void step(const char *fn);
   void zero_grad() noexcept;
+  // True once any parameter has state (a step has seen its gradient).
+  bool has_state() const noexcept;
+  // The gradients of the parameters that have one, made contiguous (in
+  // place, replacing a strided .grad by a contiguous copy) so that the
+  // multi-tensor kernels can run over them.
+  std::vector<mixp::TensorPtr> contiguous_grads();
 };
 
 namespace mixp {

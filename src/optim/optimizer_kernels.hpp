@@ -1,7 +1,8 @@
 // The boundary between the optimizer logic (state, schedules, validation in
 // optimizer.cpp) and the fused per-element update kernels. A kernel makes one
-// pass over param, grad and the state buffers, computing in fp32 (fp64 for
-// F64 parameters) and rounding the parameter to its dtype in place. Pointers
+// pass over param (or its fp32 master), grad and the state buffers, computing
+// in fp32 (fp64 for F64 parameters) and rounding the parameter to its dtype
+// in place. Pointers
 // are device memory of the session's backend; every array is contiguous with
 // n elements. Each backend provides its own table: the CPU one lives in
 // cpu_kernels.cpp, a GPU backend supplies the same functions for its memory.
@@ -21,36 +22,57 @@ namespace mixp::optim {
 // for F64.
 inline DType state_dtype(DType param) noexcept { return param == MIXP_F64 ? MIXP_F64 : MIXP_F32; }
 
+// One parameter as the kernels see it. With a master (multi-precision, for
+// F16/BF16 parameters) the update reads and writes the fp32 master from an
+// fp32 gradient and stores the rounded result into the half parameter;
+// without one it reads the parameter itself and the gradient is in the
+// parameter's dtype.
+struct ParamArgs {
+  DType dtype = MIXP_F32;  // the parameter's
+  int64_t n = 0;
+  void *param = nullptr;
+  void *master = nullptr;      // F32 or null
+  const void *grad = nullptr;  // F32 when master is set, else `dtype`
+  // Updates applied to this parameter so far (PyTorch's state['step']), an
+  // F64 scalar in device memory: the kernel reads it (SGD's first step
+  // initialises the momentum buffer, Adam's bias corrections) and increments
+  // it when it updates, so the host never needs to know whether a step was
+  // skipped.
+  double *step = nullptr;
+};
+
 // torch.optim.SGD for one parameter, with everything resolved for this step:
 //   d = g + weight_decay * p
 //   if momentum != 0:
-//     buf = init_buffer ? d : momentum * buf + (1 - dampening) * d
+//     buf = (step == 0) ? d : momentum * buf + (1 - dampening) * d
 //     d = nesterov ? d + momentum * buf : buf
 //   p = p - lr * d
 struct SgdArgs {
   double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
   bool nesterov = false;
-  bool init_buffer = false;  // first update of this parameter: buf = d
 };
 
-// torch.optim.Adam / AdamW for one parameter at its step t (1-based):
+// torch.optim.Adam / AdamW for one parameter at its step t = step + 1:
 //   AdamW: p = p * (1 - lr * weight_decay);  Adam: g = g + weight_decay * p
 //   m = lerp(m, g, 1 - beta1);  v = beta2 * v + (1 - beta2) * g * g
 //   p = p - (lr / bias_correction1) * m / (sqrt(v) / sqrt(bias_correction2) + eps)
-// with bias_correction_k = 1 - beta_k^t.
+// with bias_correction_k = 1 - beta_k^t, formed in double in the kernel.
 struct AdamArgs {
   double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
   bool decoupled = false;  // AdamW
-  double bias_correction1 = 1, bias_correction2 = 1;
 };
 
+// found_inf, when not null, is an F32 scalar in device memory: a non-zero
+// value skips the whole update (parameter, master, state and step stay
+// bit-identical), which is how a GradScaler or a non-finite clip norm skips
+// a step without a host sync.
 struct Kernels {
   // momentum_buf (state dtype) may be null when momentum == 0.
-  void (*sgd)(DType dtype, int64_t n, void *param, const void *grad, void *momentum_buf,
-              const SgdArgs &args);
+  void (*sgd)(const ParamArgs &p, void *momentum_buf, const SgdArgs &args,
+              const float *found_inf);
   // exp_avg and exp_avg_sq in the state dtype.
-  void (*adam)(DType dtype, int64_t n, void *param, const void *grad, void *exp_avg,
-               void *exp_avg_sq, const AdamArgs &args);
+  void (*adam)(const ParamArgs &p, void *exp_avg, void *exp_avg_sq, const AdamArgs &args,
+               const float *found_inf);
 };
 
 // The CPU kernels (OpenMP over the elements; deterministic for any thread

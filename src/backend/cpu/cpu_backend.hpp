@@ -7,6 +7,12 @@
 #include "backend/backend.hpp"
 
 namespace mixp {
+namespace cpu {
+class BlockCache;
+}
+namespace cpu {
+struct ConvCache;  // cpu/conv.cpp
+}
 
 class CpuBackend final : public Backend {
  public:
@@ -28,6 +34,7 @@ class CpuBackend final : public Backend {
 
   void sum_rows(const View &x, int64_t rows, int64_t cols, const View &out,
                 double scale) override;
+  void sum_cols(const View &x, int64_t rows, int64_t cols, const View &out, double scale) override;
   void max_dim(const View &x, int64_t outer, int64_t n, int64_t inner, const View *values,
                const View &indices) override;
   void softmax(const View &x, int64_t outer, int64_t n, int64_t inner, bool log,
@@ -44,11 +51,57 @@ class CpuBackend final : public Backend {
   void rand_normal(const View &out, uint64_t seed, uint64_t offset) override;
   void dropout_mask(const View &mask, double p, uint64_t seed, uint64_t offset) override;
 
+  void count_nonfinite(const View &x, int64_t *nan_count, int64_t *inf_count) override;
+
   void gemm(const GemmArgs &args) override;
+
+  void non_finite_check_and_unscale(const View *grads, int n, const View &found_inf,
+                                    const View &inv_scale) override;
+  void update_scale(const ScaleUpdate &u) override;
+  void grad_norm_sq(const View *grads, int n, const View &out) override;
+  void clip_coefficient(const View &norm_sq, double max_norm, const View &total_norm,
+                        const View &coef, const View &found_inf) override;
+  void scale_grads(const View *grads, int n, const View &coef) override;
+
+  // convolution (cpu/conv.cpp) and pooling (cpu/pool.cpp)
+  void conv2d(const Conv2dGeom &g, const View &x, const View &w, const View *bias,
+              const View &y) override;
+  void conv2d_backward_data(const Conv2dGeom &g, const View &gy, const View &w,
+                            const View &gx) override;
+  void conv2d_backward_weights(const Conv2dGeom &g, const View &x, const View &gy,
+                               const View &gw) override;
+  void pool2d(const Pool2dGeom &g, const View &x, const View &y, const View *indices) override;
+  void pool2d_backward(const Pool2dGeom &g, const View &gy, const View *indices,
+                       const View &gx) override;
+
+  // normalisation (cpu/norm.cpp) and embedding (cpu/embedding.cpp)
+  void batch_norm_stats(const View &x, int64_t outer, int64_t c, int64_t inner, double eps,
+                        const View &mean, const View &var, const View &invstd) override;
+  void batch_norm_forward(const View &x, int64_t outer, int64_t c, int64_t inner,
+                          const View &mean, const View &invstd, const View *weight,
+                          const View *bias, const View &y) override;
+  void batch_norm_backward(const View &x, const View &gy, int64_t outer, int64_t c,
+                           int64_t inner, const View &mean, const View &invstd,
+                           const View *weight, bool batch_stats, const View *gx, const View *gw,
+                           const View *gb) override;
+  void group_norm_forward(const GroupNormGeom &g, const View &x, const View *weight,
+                          const View *bias, double eps, const View &y, const View &mean,
+                          const View &rstd) override;
+  void group_norm_backward(const GroupNormGeom &g, const View &x, const View &gy,
+                           const View &mean, const View &rstd, const View *weight,
+                           const View *gx, const View *gw, const View *gb) override;
+  void embedding(const View &weight, const View &indices, const View &out) override;
+  void embedding_backward(const View &gy, const View &indices, int64_t padding_idx,
+                          const View &gw) override;
 
  private:
   struct Dnnl;  // oneDNN engine, stream and primitive cache (cpu/gemm.cpp)
   std::unique_ptr<Dnnl> dnnl_;
+  std::unique_ptr<cpu::BlockCache> blocks_;  // freed blocks for reuse (cpu/block_cache.hpp)
+  // oneDNN convolution primitives per geometry (cpu/conv.cpp); created on
+  // first use. A shared_ptr so that this header needs no definition of it.
+  std::shared_ptr<cpu::ConvCache> conv_cache_;
+  cpu::ConvCache &conv_cache();
 };
 
 }  // namespace mixp

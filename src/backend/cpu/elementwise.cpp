@@ -7,7 +7,8 @@
 // Which saved operand each unary backward reads (the op layer saves only
 // that one and passes an empty View for the other):
 //   reads y: Exp, Sqrt, Sigmoid, Tanh
-//   reads x: Log, Relu, GeluErf, GeluTanh, Pow, RdivScalar
+//   reads x: Log, Relu, GeluErf, GeluTanh, Pow, RdivScalar, Hardswish, Hardsigmoid,
+//            Silu
 //   neither: Neg, AddScalar, MulScalar, RsubScalar
 #include <algorithm>
 #include <cmath>
@@ -97,6 +98,18 @@ void unary_typed(UnaryOp op, const View &xv, const View &yv, double s) {
     case UnaryOp::MulScalar: return map_unary(x, y, n, [sa](A v) { return v * sa; });
     case UnaryOp::RsubScalar: return map_unary(x, y, n, [sa](A v) { return sa - v; });
     case UnaryOp::RdivScalar: return map_unary(x, y, n, [sa](A v) { return sa / v; });
+    // The kink branches are written so that NaN falls through to the
+    // arithmetic and propagates.
+    case UnaryOp::Hardswish:
+      return map_unary(x, y, n, [](A v) {
+        return v <= A(-3) ? A(0) : v >= A(3) ? v : v * (v + A(3)) / A(6);
+      });
+    case UnaryOp::Hardsigmoid:
+      return map_unary(x, y, n, [](A v) {
+        return v <= A(-3) ? A(0) : v >= A(3) ? A(1) : (v + A(3)) / A(6);
+      });
+    case UnaryOp::Silu:
+      return map_unary(x, y, n, [](A v) { return v / (A(1) + std::exp(-v)); });
   }
   fail(MIXP_ERR_INTERNAL, "cpu unary: unknown op ", int(op));
 }
@@ -180,6 +193,25 @@ void unary_backward_typed(UnaryOp op, const View &xv, const View &yv, const View
       need(x, "input");
       return map_unary_backward(x, y, gy, gx, n,
                                 [sa](A xx, A, A g) { return -g * sa / (xx * xx); });
+    // At the kinks these take PyTorch's one-sided choices: hardswish's slope
+    // is 0 below -3, (2x+3)/6 on [-3, 3] and 1 above; hardsigmoid's is 1/6
+    // strictly inside (-3, 3) and 0 elsewhere.
+    case UnaryOp::Hardswish:
+      need(x, "input");
+      return map_unary_backward(x, y, gy, gx, n, [](A xx, A, A g) {
+        return xx < A(-3) ? A(0) : xx <= A(3) ? g * (A(2) * xx + A(3)) / A(6) : g;
+      });
+    case UnaryOp::Hardsigmoid:
+      need(x, "input");
+      return map_unary_backward(x, y, gy, gx, n, [](A xx, A, A g) {
+        return (xx > A(-3) && xx < A(3)) ? g / A(6) : A(0);
+      });
+    case UnaryOp::Silu:
+      need(x, "input");
+      return map_unary_backward(x, y, gy, gx, n, [](A xx, A, A g) {
+        const A sg = A(1) / (A(1) + std::exp(-xx));
+        return g * sg * (A(1) + xx * (A(1) - sg));
+      });
   }
   fail(MIXP_ERR_INTERNAL, "cpu unary_backward: unknown op ", int(op));
 }

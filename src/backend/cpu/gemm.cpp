@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backend/cpu/block_cache.hpp"
 #include "backend/cpu/cpu_backend.hpp"
 #include "core/error.hpp"
 
@@ -28,7 +29,7 @@ struct CpuBackend::Dnnl {
   bool bf16_unavailable = false;  // learnt once: this CPU has no bf16 matmul
 };
 
-CpuBackend::CpuBackend() : dnnl_(std::make_unique<Dnnl>()) {}
+CpuBackend::CpuBackend() : dnnl_(std::make_unique<Dnnl>()), blocks_(std::make_unique<cpu::BlockCache>()) {}
 CpuBackend::~CpuBackend() = default;
 
 namespace {

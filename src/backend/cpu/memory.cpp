@@ -1,7 +1,9 @@
 // CPU memory, copies (with dtype conversion) and fills.
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
+#include "backend/cpu/block_cache.hpp"
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/strided.hpp"
 #include "core/error.hpp"
@@ -9,14 +11,12 @@
 namespace mixp {
 
 void *CpuBackend::allocate(size_t nbytes) {
-  // 64-byte alignment: full cache lines and AVX-512 vectors for the kernels.
-  const size_t rounded = (nbytes + 63) / 64 * 64;
-  void *p = std::aligned_alloc(64, rounded ? rounded : 64);
+  void *p = blocks_->take(nbytes);
   if (!p) fail(MIXP_ERR_OUT_OF_MEMORY, "cpu: cannot allocate ", nbytes, " bytes");
   return p;
 }
 
-void CpuBackend::deallocate(void *p, size_t) noexcept { std::free(p); }
+void CpuBackend::deallocate(void *p, size_t nbytes) noexcept { blocks_->give(p, nbytes); }
 
 void CpuBackend::copy_from_host(void *dst, const void *src, size_t nbytes) {
   if (nbytes) std::memcpy(dst, src, nbytes);
@@ -28,40 +28,34 @@ void CpuBackend::copy_to_host(void *dst, const void *src, size_t nbytes) {
 
 namespace {
 
-// Typed conversion for the pairs on hot paths (AMP casts, contiguous copies);
-// everything else goes through double, which is exact for every source type
-// and rounds once into the destination.
+// Typed conversion between float types: every float converts exactly to
+// fp32 or fp64, and is rounded once into the destination (from double
+// directly, so f64 -> half never rounds twice). Other dtypes go through the
+// generic per-element path.
 template <class S, class D>
 void convert_row(const S *s, int64_t ss, D *d, int64_t ds, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) d[i * ds] = store<D>(acc_t<D>(load<S>(s[i * ss])));
+  if constexpr (std::is_same_v<S, double>) {
+    for (int64_t i = 0; i < n; ++i) d[i * ds] = store_double<D>(s[i * ss]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i * ds] = store<D>(acc_t<D>(load<S>(s[i * ss])));
+  }
 }
 
-template <class S, class D>
-bool typed_copy(const View &src, const View &dst, int ndim, const int64_t *shape,
-                int64_t *const *st, bool par) {
-  const S *sp = static_cast<const S *>(src.data);
-  D *dp = static_cast<D *>(dst.data);
-  cpu::for_each_row<2>(ndim, shape, st, par, [&](const int64_t *off, int64_t n, const int64_t *is) {
-    convert_row<S, D>(sp + off[0], is[0], dp + off[1], is[1], n);
+bool fast_copy(const View &src, const View &dst, int ndim, const int64_t *shape, int64_t *const *st,
+               bool par) {
+  if (!is_float(src.dtype) || !is_float(dst.dtype)) return false;
+  dispatch_float(src.dtype, [&](auto stag) {
+    dispatch_float(dst.dtype, [&](auto dtag) {
+      using S = decltype(stag);
+      using D = decltype(dtag);
+      const S *sp = static_cast<const S *>(src.data);
+      D *dp = static_cast<D *>(dst.data);
+      cpu::for_each_row<2>(ndim, shape, st, par, [&](const int64_t *off, int64_t n, const int64_t *is) {
+        convert_row<S, D>(sp + off[0], is[0], dp + off[1], is[1], n);
+      });
+    });
   });
   return true;
-}
-
-bool fast_copy(const View &src, const View &dst, int ndim, const int64_t *shape,
-               int64_t *const *st, bool par) {
-  const DType a = src.dtype, b = dst.dtype;
-  if (a == MIXP_F32 && b == MIXP_BF16) return typed_copy<float, bf16>(src, dst, ndim, shape, st, par);
-  if (a == MIXP_BF16 && b == MIXP_F32) return typed_copy<bf16, float>(src, dst, ndim, shape, st, par);
-  if (a == MIXP_F32 && b == MIXP_F16) return typed_copy<float, f16>(src, dst, ndim, shape, st, par);
-  if (a == MIXP_F16 && b == MIXP_F32) return typed_copy<f16, float>(src, dst, ndim, shape, st, par);
-  if (a == MIXP_F32 && b == MIXP_F32) return typed_copy<float, float>(src, dst, ndim, shape, st, par);
-  if (a == MIXP_F64 && b == MIXP_F64) return typed_copy<double, double>(src, dst, ndim, shape, st, par);
-  if (a == MIXP_F32 && b == MIXP_F64) return typed_copy<float, double>(src, dst, ndim, shape, st, par);
-  if (a == MIXP_F64 && b == MIXP_F32) {
-    // double->float conversion in hardware rounds to nearest even.
-    return typed_copy<double, float>(src, dst, ndim, shape, st, par);
-  }
-  return false;
 }
 
 }  // namespace

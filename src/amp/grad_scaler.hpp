@@ -1,0 +1,94 @@
+// The loss scaler behind the opaque mixp_grad_scaler handle: PyTorch's
+// GradScaler algorithm and per-optimizer state machine (READY -> UNSCALED ->
+// STEPPED -> READY at update), extended with Paddle's
+// decr_every_n_nan_or_inf, Apex/Megatron hysteresis and min/max bounds.
+//
+// Everything a step touches is device memory: the scale and the counters
+// (F32 scale, I32 counters), the per-optimizer overflow flags, and the
+// optimizer's own skip flag, which its kernels read. So scale(), unscale(),
+// step() and update() queue work and never wait for it.
+//
+// Per-optimizer records are weak: a record holds a weak_ptr to the
+// optimizer's identity token (and its own references to the flag tensors),
+// never the optimizer itself, so destroying an optimizer between step() and
+// update() leaves no dangling pointer and its overflow still counts.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/tensor.hpp"
+#include "mixp/mixp.h"
+#include "optim/optimizer.hpp"
+
+struct mixp_grad_scaler {
+  static constexpr uint32_t kMagic = 0x5343414cu;  // "SCAL"
+  uint32_t magic = kMagic;
+
+  enum class Stage { Ready, Unscaled, Stepped };
+  struct Record {
+    std::weak_ptr<const int> id;  // the optimizer's identity token
+    Stage stage = Stage::Ready;
+    mixp::TensorPtr flag;       // the optimizer's skip flag (shared with it)
+    // What this optimizer found: written by unscale(), overwritten by step()
+    // with the optimizer's whole skip flag (which includes clipping's).
+    mixp::TensorPtr found_inf;
+  };
+
+  mixp::SessionRef session;
+  mixp_grad_scaler_options options{};  // validated; mode resolved (never AUTO)
+  mixp::TensorPtr scale;               // F32 scalar
+  mixp::TensorPtr growth_tracker;      // I32 scalar: clean steps in a row
+  mixp::TensorPtr bad_count;           // I32 scalar: overflowing steps in a row
+  mixp::TensorPtr hysteresis_left;     // I32 scalar: overflows still tolerated
+  mixp::TensorPtr last_found_inf;      // F32 scalar summed by the last update; null before
+  std::vector<Record> records;         // optimizers seen since the last update
+
+  ~mixp_grad_scaler() { magic = 0; }
+
+  bool disabled() const noexcept { return options.mode == MIXP_SCALER_DISABLED; }
+
+  mixp::TensorPtr scale_loss(const mixp::TensorPtr &loss, const char *fn);
+  void unscale(mixp::Optimizer &opt, const char *fn);
+  void step(mixp::Optimizer &opt, const char *fn);
+  void update(const char *fn);
+  void update_to(double new_scale, const char *fn);
+
+  double read_scale() const;
+  int read_found_inf() const;
+  int64_t read_growth_tracker() const;
+
+  // Bytes of the serialised state (format: see grad_scaler.cpp).
+  static constexpr size_t kStateBytes = 104;
+  static size_t state_size() noexcept { return kStateBytes; }
+  // Writes kStateBytes bytes.
+  void save_state(unsigned char *buf) const;
+  void load_state(const unsigned char *buf, size_t n, const char *fn);
+
+ private:
+  Record *find(const mixp::Optimizer &opt) noexcept;
+  void require_same_session(const mixp::Optimizer &opt, const char *fn) const;
+  // Sums the records' overflow flags into a new F32 scalar and clears the
+  // skip flag of optimizers unscaled but not stepped (their iteration is
+  // over); the records are dropped.
+  mixp::TensorPtr finish_iteration();
+};
+
+namespace mixp {
+
+using GradScaler = mixp_grad_scaler;
+
+// Validates a scaler handle from the C API (non-NULL, live magic).
+GradScaler *check_grad_scaler(const mixp_grad_scaler *g, const char *fn,
+                              const char *arg = "scaler");
+
+namespace amp {
+void default_scaler_options(mixp_grad_scaler_options &o) noexcept;
+}  // namespace amp
+
+// Builds a scaler after validating the options (NULL = defaults) and
+// resolving MIXP_SCALER_AUTO from the session's autocast state.
+std::unique_ptr<GradScaler> make_grad_scaler(Session *s, const mixp_grad_scaler_options *o,
+                                             const char *fn);
+
+}  // namespace mixp

@@ -1,0 +1,68 @@
+// Autocast shims: regions, policy queries and the op registry.
+#include <cstring>
+
+#include "amp/autocast.hpp"
+#include "api/api_common.hpp"
+
+using namespace mixp;
+
+extern "C" {
+
+void mixp_autocast_options_init(mixp_autocast_options *o) {
+  if (!o) return;
+  *o = mixp_autocast_options{};
+  o->struct_size = sizeof(mixp_autocast_options);
+  o->enabled = 1;
+  o->dtype = MIXP_BF16;
+  o->level = MIXP_AMP_O1;
+  o->cache_enabled = 1;
+}
+
+mixp_status mixp_autocast_push(mixp_session *session, const mixp_autocast_options *options) {
+  const char *fn = "mixp_autocast_push";
+  return guard(fn, [&] {
+    Session *s = check_session(session, fn);
+    mixp_autocast_options o;
+    mixp_autocast_options_init(&o);
+    if (options) {
+      if (options->struct_size != sizeof(mixp_autocast_options))
+        fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->struct_size is ", options->struct_size,
+             "; fill options with mixp_autocast_options_init()");
+      o = *options;
+    }
+    amp::push(s, o, fn);
+  });
+}
+
+mixp_status mixp_autocast_pop(mixp_session *session) {
+  const char *fn = "mixp_autocast_pop";
+  return guard(fn, [&] { amp::pop(check_session(session, fn), fn); });
+}
+
+mixp_status mixp_autocast_policy(const mixp_session *session, const char *op_name,
+                                 mixp_autocast_policy_info *policy) {
+  const char *fn = "mixp_autocast_policy";
+  return guard(fn, [&] {
+    Session *s = check_session(session, fn);
+    if (!op_name) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": op_name is NULL");
+    check_out(policy, fn, "policy");
+    if (policy->struct_size != sizeof(mixp_autocast_policy_info))
+      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": policy->struct_size is ", policy->struct_size,
+           "; set it to sizeof(mixp_autocast_policy_info)");
+    const int idx = amp::op_index(op_name);
+    if (idx < 0) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": unknown op '", op_name, "'");
+    const amp::AutocastState *st = amp::current(s);
+    amp::Decision d = st ? amp::decide(*st, idx) : amp::Decision{};
+    policy->cast = d.cast;
+    policy->dtype = d.cast == MIXP_CAST_LOWER ? d.dtype : MIXP_F32;
+  });
+}
+
+int mixp_op_count(void) { return amp::op_count(); }
+
+const char *mixp_op_name(int index) {
+  if (index < 0 || index >= amp::op_count()) return nullptr;
+  return amp::op_info(index).name;
+}
+
+}  // extern "C"

@@ -1,0 +1,90 @@
+// C ABI shims of convolution and pooling (ops/conv.cpp, ops/pool.cpp).
+#include "api/api_common.hpp"
+#include "mixp/mixp.h"
+#include "ops/ops.hpp"
+
+using namespace mixp;
+
+namespace {
+
+// Options structs of this version only: a struct_size from another version
+// (or garbage) is refused rather than half-read.
+template <class T>
+T read_options(const T *o, void (*init)(T *), const char *fn) {
+  T r;
+  init(&r);
+  if (!o) return r;
+  if (o->struct_size != sizeof(T))
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->struct_size is ", o->struct_size, ", expected ", sizeof(T),
+         " (fill options with the matching _options_init)");
+  return *o;
+}
+
+mixp_status pool_shim(const char *fn, bool max, const mixp_tensor *x, const mixp_pool2d_options *options,
+                      mixp_tensor **out) {
+  return guard(fn, [&] {
+    check_out(out, fn);
+    auto x_ = share(check_tensor(x, fn, "x"));
+    const mixp_pool2d_options o = read_options(options, mixp_pool2d_options_init, fn);
+    give(out, max ? max_pool2d(x_, o) : avg_pool2d(x_, o));
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+void mixp_conv2d_options_init(mixp_conv2d_options *options) {
+  if (!options) return;
+  *options = mixp_conv2d_options{};
+  options->struct_size = sizeof(mixp_conv2d_options);
+  options->stride_h = options->stride_w = 1;
+  options->pad_h = options->pad_w = 0;
+  options->dilation_h = options->dilation_w = 1;
+  options->groups = 1;
+  options->layout = MIXP_NCHW;
+}
+
+mixp_status mixp_conv2d(const mixp_tensor *x, const mixp_tensor *weight, const mixp_tensor *bias,
+                        const mixp_conv2d_options *options, mixp_tensor **out) {
+  const char *fn = "mixp_conv2d";
+  return guard(fn, [&] {
+    check_out(out, fn);
+    TensorPtr xt = share(check_tensor(x, fn, "x"));
+    TensorPtr wt = share(check_tensor(weight, fn, "weight"));
+    TensorPtr bt = bias ? share(check_tensor(bias, fn, "bias")) : TensorPtr();
+    const mixp_conv2d_options o = read_options(options, mixp_conv2d_options_init, fn);
+    give(out, conv2d(xt, wt, bt, o));
+  });
+}
+
+void mixp_pool2d_options_init(mixp_pool2d_options *options) {
+  if (!options) return;
+  *options = mixp_pool2d_options{};
+  options->struct_size = sizeof(mixp_pool2d_options);
+  options->kernel_h = options->kernel_w = 2;
+  options->stride_h = options->stride_w = 0;
+  options->pad_h = options->pad_w = 0;
+  options->count_include_pad = 1;
+  options->layout = MIXP_NCHW;
+}
+
+mixp_status mixp_max_pool2d(const mixp_tensor *x, const mixp_pool2d_options *options, mixp_tensor **out) {
+  return pool_shim("mixp_max_pool2d", true, x, options, out);
+}
+
+mixp_status mixp_avg_pool2d(const mixp_tensor *x, const mixp_pool2d_options *options, mixp_tensor **out) {
+  return pool_shim("mixp_avg_pool2d", false, x, options, out);
+}
+
+mixp_status mixp_adaptive_avg_pool2d(const mixp_tensor *x, int64_t out_h, int64_t out_w, mixp_layout layout,
+                                     mixp_tensor **out) {
+  const char *fn = "mixp_adaptive_avg_pool2d";
+  return guard(fn, [&] {
+    check_out(out, fn);
+    auto x_ = share(check_tensor(x, fn, "x"));
+    give(out, adaptive_avg_pool2d(x_, out_h, out_w, layout));
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,190 @@
+// CPU kernels of loss scaling and gradient clipping: the fused non-finite
+// check and unscale, the loss-scale update, the global gradient norm and the
+// in-place gradient scaling. The scalar operands live in (host) memory like
+// every other tensor of a CPU session, so the same code path a GPU takes,
+// with no host round trip, is exercised here.
+//
+// Determinism: the non-finite test is an OR and the norm is summed in fixed
+// blocks added in block order, so no result depends on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.hpp"
+#include "core/error.hpp"
+
+namespace mixp {
+namespace {
+
+// Below this many elements a loop runs on the calling thread.
+constexpr int64_t kParallelMin = 1 << 15;
+// Block length of the fixed-order sum of squares.
+constexpr int64_t kNormBlock = 4096;
+
+void require_scalar(const View &v, DType dtype, const char *kernel, const char *arg) {
+  if (!v.data || v.dtype != dtype || v.numel() != 1)
+    fail(MIXP_ERR_INTERNAL, "cpu ", kernel, ": ", arg, " must be a one-element ",
+         dtype_name(dtype), " buffer, got ", dtype_name(v.dtype), " with ", v.numel(),
+         " elements");
+}
+
+void require_grads(const View *grads, int n, const char *kernel) {
+  if (n > 0 && !grads) fail(MIXP_ERR_INTERNAL, "cpu ", kernel, ": grads is NULL");
+  for (int i = 0; i < n; ++i)
+    if (!is_float(grads[i].dtype))
+      fail(MIXP_ERR_INTERNAL, "cpu ", kernel, ": grads[", i, "] has non-float dtype ",
+           dtype_name(grads[i].dtype));
+}
+
+float &scalar_f32(const View &v) noexcept { return *static_cast<float *>(v.data); }
+int32_t &scalar_i32(const View &v) noexcept { return *static_cast<int32_t *>(v.data); }
+
+// Multiplies n contiguous elements of one gradient by `factor` in its
+// compute type; returns whether any element was non-finite beforehand.
+template <class T>
+bool check_and_scale(T *p, int64_t n, float factor, bool multiply) {
+  using A = acc_t<T>;
+  const A f = A(factor);
+  bool bad = false;
+#pragma omp parallel for schedule(static) reduction(|| : bad) if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    const A v = load<T>(p[i]);
+    if (!std::isfinite(v)) bad = true;
+    if (multiply) p[i] = store<T>(v * f);
+  }
+  return bad;
+}
+
+template <class T>
+double block_sum_sq(const T *p, int64_t n) noexcept {
+  double s = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = double(load<T>(p[i]));
+    s += v * v;
+  }
+  return s;
+}
+
+}  // namespace
+
+void CpuBackend::non_finite_check_and_unscale(const View *grads, int n, const View &found_inf,
+                                              const View &inv_scale) {
+  static const char *k = "non_finite_check_and_unscale";
+  require_grads(grads, n, k);
+  require_scalar(found_inf, MIXP_F32, k, "found_inf");
+  require_scalar(inv_scale, MIXP_F32, k, "inv_scale");
+  const float inv = scalar_f32(inv_scale);
+  const bool multiply = inv != 1.0f;
+  bool bad = false;
+  for (int i = 0; i < n; ++i) {
+    const View &g = grads[i];
+    dispatch_float(g.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if (check_and_scale(static_cast<T *>(g.data), g.numel(), inv, multiply)) bad = true;
+    });
+  }
+  if (bad) scalar_f32(found_inf) = 1.0f;
+}
+
+void CpuBackend::update_scale(const ScaleUpdate &u) {
+  static const char *k = "update_scale";
+  require_scalar(u.scale, MIXP_F32, k, "scale");
+  require_scalar(u.growth_tracker, MIXP_I32, k, "growth_tracker");
+  require_scalar(u.bad_count, MIXP_I32, k, "bad_count");
+  require_scalar(u.hysteresis_left, MIXP_I32, k, "hysteresis_left");
+  require_scalar(u.found_inf, MIXP_F32, k, "found_inf");
+  float &scale = scalar_f32(u.scale);
+  int32_t &growth = scalar_i32(u.growth_tracker);
+  int32_t &bad = scalar_i32(u.bad_count);
+  int32_t &hyst = scalar_i32(u.hysteresis_left);
+  // NaN counts as an overflow, as in PyTorch's `if (*found_inf)`.
+  if (scalar_f32(u.found_inf) != 0.0f) {
+    growth = 0;
+    if (bad < INT32_MAX) ++bad;
+    // Apex lets the tracker run negative; stopping at 0 behaves the same.
+    if (u.hysteresis > 1 && hyst > 0) --hyst;
+    const bool held = u.hysteresis > 1 && hyst > 0;
+    if (!held && bad >= u.decr_every_n) {
+      const float backed = float(double(scale) * u.backoff_factor);
+      scale = std::max(backed, float(u.min_scale));
+      bad = 0;
+    }
+  } else {
+    bad = 0;
+    hyst = u.hysteresis;
+    const int32_t successful = growth + 1;
+    if (successful >= u.growth_interval) {
+      const float grown = float(double(scale) * u.growth_factor);
+      // Never grow past the fp32 range (PyTorch) nor past max_scale.
+      if (std::isfinite(grown)) scale = float(std::min(double(grown), u.max_scale));
+      growth = 0;
+    } else {
+      growth = successful;
+    }
+  }
+}
+
+void CpuBackend::grad_norm_sq(const View *grads, int n, const View &out) {
+  static const char *k = "grad_norm_sq";
+  require_grads(grads, n, k);
+  if (!out.data || !(out.dtype == MIXP_F32 || out.dtype == MIXP_F64) || out.numel() != 1)
+    fail(MIXP_ERR_INTERNAL, "cpu ", k, ": out must be a one-element F32 or F64 buffer");
+  // Blocks of every tensor in one flat list, so that one parallel loop
+  // covers many small tensors as well as one large one.
+  std::vector<int64_t> first(size_t(n) + 1, 0);
+  for (int i = 0; i < n; ++i)
+    first[size_t(i) + 1] = first[size_t(i)] + (grads[i].numel() + kNormBlock - 1) / kNormBlock;
+  const int64_t nblocks = first[size_t(n)];
+  std::vector<double> partial(size_t(nblocks), 0.0);
+#pragma omp parallel for schedule(static) if (nblocks * kNormBlock >= kParallelMin)
+  for (int64_t b = 0; b < nblocks; ++b) {
+    const int t = int(std::upper_bound(first.begin(), first.end(), b) - first.begin()) - 1;
+    const View &g = grads[t];
+    const int64_t start = (b - first[size_t(t)]) * kNormBlock;
+    const int64_t len = std::min(kNormBlock, g.numel() - start);
+    dispatch_float(g.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      partial[size_t(b)] = block_sum_sq(static_cast<const T *>(g.data) + start, len);
+    });
+  }
+  double s = 0.0;
+  for (double p : partial) s += p;
+  double_to_element(s, out.data, out.dtype);
+}
+
+void CpuBackend::clip_coefficient(const View &norm_sq, double max_norm, const View &total_norm,
+                                  const View &coef, const View &found_inf) {
+  static const char *k = "clip_coefficient";
+  if (!norm_sq.data || !is_float(norm_sq.dtype) || norm_sq.numel() != 1)
+    fail(MIXP_ERR_INTERNAL, "cpu ", k, ": norm_sq must be a one-element float buffer");
+  require_scalar(total_norm, MIXP_F32, k, "total_norm");
+  require_scalar(coef, MIXP_F32, k, "coef");
+  require_scalar(found_inf, MIXP_F32, k, "found_inf");
+  const float norm = float(std::sqrt(element_to_double(norm_sq.data, norm_sq.dtype)));
+  scalar_f32(total_norm) = norm;
+  if (!std::isfinite(norm)) {
+    scalar_f32(found_inf) = 1.0f;
+    scalar_f32(coef) = 1.0f;
+    return;
+  }
+  // torch.nn.utils.clip_grad_norm_: max_norm / (total_norm + 1e-6) in fp32,
+  // clamped to 1.
+  scalar_f32(coef) = std::min(1.0f, float(max_norm) / (norm + 1e-6f));
+}
+
+void CpuBackend::scale_grads(const View *grads, int n, const View &coef) {
+  static const char *k = "scale_grads";
+  require_grads(grads, n, k);
+  require_scalar(coef, MIXP_F32, k, "coef");
+  const float c = scalar_f32(coef);
+  if (c == 1.0f) return;
+  for (int i = 0; i < n; ++i) {
+    const View &g = grads[i];
+    dispatch_float(g.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      check_and_scale(static_cast<T *>(g.data), g.numel(), c, true);
+    });
+  }
+}
+
+}  // namespace mixp

@@ -1,0 +1,407 @@
+// 2-D convolution on the CPU. F32 and BF16 run oneDNN's direct convolution
+// (forward, backward data, backward weights; BF16 on AMX with fp32
+// accumulation), one primitive per exact geometry. The primitives pick their
+// own memory formats ("any"); the user's NCHW/NHWC buffers are reordered in
+// and out when the chosen format differs. F16 (oneDNN 2.6 has no f16
+// convolution) and BF16 on CPUs without a bf16 unit are widened to fp32,
+// convolved, and rounded once. F64 uses plain loops: it serves gradient
+// checks, so it favours obviousness over speed.
+#include <array>
+#include <cstring>
+#include <dnnl.hpp>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.hpp"
+#include "core/error.hpp"
+
+namespace mixp {
+namespace cpu {
+
+struct ConvCache {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+
+  // One tensor argument of a primitive: the user's plain layout, the layout
+  // the primitive wants, and the reorder between them when they differ.
+  struct Slot {
+    int arg = 0;
+    dnnl::memory::desc user, want;
+    bool reorder = false;
+    dnnl::reorder r;
+  };
+  struct Entry {
+    dnnl::primitive prim;
+    Slot in0, in1, out;
+    bool has_bias = false;
+    dnnl::memory::desc bias;
+  };
+  using Key = std::array<int64_t, 22>;
+  std::map<Key, Entry> cache;
+  bool bf16_unavailable = false;  // learnt once: no bf16 convolution on this CPU
+};
+
+}  // namespace cpu
+
+namespace {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+using cpu::ConvCache;
+
+enum class Dir { Fwd = 0, BwdData = 1, BwdWeights = 2 };
+
+// ---- plain loops (F64) ------------------------------------------------------------
+
+// Element offsets of an activation tensor in either layout.
+struct Act {
+  int64_t sn, sc, sh, sw;
+  Act(int64_t c, int64_t h, int64_t w, bool nhwc)
+      : sn(c * h * w), sc(nhwc ? 1 : h * w), sh(nhwc ? w * c : w), sw(nhwc ? c : 1) {}
+  int64_t at(int64_t n, int64_t c, int64_t h, int64_t w) const { return n * sn + c * sc + h * sh + w * sw; }
+};
+
+template <class T>
+void fwd_loops(const Conv2dGeom &g, const T *x, const T *w, const T *b, T *y) {
+  using A = acc_t<T>;
+  const Act xa(g.c_in, g.h, g.w, g.nhwc), ya(g.c_out, g.oh, g.ow, g.nhwc);
+  const int64_t cig = g.c_in / g.groups, cog = g.c_out / g.groups;
+#pragma omp parallel for schedule(static) collapse(2)
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t oc = 0; oc < g.c_out; ++oc) {
+      const int64_t c0 = oc / cog * cig;
+      for (int64_t oh = 0; oh < g.oh; ++oh)
+        for (int64_t ow = 0; ow < g.ow; ++ow) {
+          A acc = b ? load<T>(b[oc]) : A(0);
+          for (int64_t ic = 0; ic < cig; ++ic)
+            for (int64_t i = 0; i < g.kh; ++i) {
+              const int64_t ih = oh * g.stride_h - g.pad_h + i * g.dil_h;
+              if (ih < 0 || ih >= g.h) continue;
+              for (int64_t j = 0; j < g.kw; ++j) {
+                const int64_t iw = ow * g.stride_w - g.pad_w + j * g.dil_w;
+                if (iw < 0 || iw >= g.w) continue;
+                acc += load<T>(x[xa.at(n, c0 + ic, ih, iw)]) *
+                       load<T>(w[((oc * cig + ic) * g.kh + i) * g.kw + j]);
+              }
+            }
+          y[ya.at(n, oc, oh, ow)] = store<T>(acc);
+        }
+    }
+}
+
+// Gathers each input gradient from the outputs its element fed, so that
+// every element is written by one thread in a fixed order.
+template <class T>
+void bwd_data_loops(const Conv2dGeom &g, const T *gy, const T *w, T *gx) {
+  using A = acc_t<T>;
+  const Act xa(g.c_in, g.h, g.w, g.nhwc), ya(g.c_out, g.oh, g.ow, g.nhwc);
+  const int64_t cig = g.c_in / g.groups, cog = g.c_out / g.groups;
+#pragma omp parallel for schedule(static) collapse(2)
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t c = 0; c < g.c_in; ++c) {
+      const int64_t grp = c / cig, ic = c % cig;
+      for (int64_t ih = 0; ih < g.h; ++ih)
+        for (int64_t iw = 0; iw < g.w; ++iw) {
+          A acc = 0;
+          for (int64_t oc = grp * cog; oc < (grp + 1) * cog; ++oc)
+            for (int64_t i = 0; i < g.kh; ++i) {
+              const int64_t th = ih + g.pad_h - i * g.dil_h;
+              if (th < 0 || th % g.stride_h != 0 || th / g.stride_h >= g.oh) continue;
+              for (int64_t j = 0; j < g.kw; ++j) {
+                const int64_t tw = iw + g.pad_w - j * g.dil_w;
+                if (tw < 0 || tw % g.stride_w != 0 || tw / g.stride_w >= g.ow) continue;
+                acc += load<T>(gy[ya.at(n, oc, th / g.stride_h, tw / g.stride_w)]) *
+                       load<T>(w[((oc * cig + ic) * g.kh + i) * g.kw + j]);
+              }
+            }
+          gx[xa.at(n, c, ih, iw)] = store<T>(acc);
+        }
+    }
+}
+
+template <class T>
+void bwd_weights_loops(const Conv2dGeom &g, const T *x, const T *gy, T *gw) {
+  using A = acc_t<T>;
+  const Act xa(g.c_in, g.h, g.w, g.nhwc), ya(g.c_out, g.oh, g.ow, g.nhwc);
+  const int64_t cig = g.c_in / g.groups, cog = g.c_out / g.groups;
+#pragma omp parallel for schedule(static) collapse(2)
+  for (int64_t oc = 0; oc < g.c_out; ++oc)
+    for (int64_t ic = 0; ic < cig; ++ic) {
+      const int64_t c = oc / cog * cig + ic;
+      for (int64_t i = 0; i < g.kh; ++i)
+        for (int64_t j = 0; j < g.kw; ++j) {
+          A acc = 0;
+          for (int64_t n = 0; n < g.n; ++n)
+            for (int64_t oh = 0; oh < g.oh; ++oh) {
+              const int64_t ih = oh * g.stride_h - g.pad_h + i * g.dil_h;
+              if (ih < 0 || ih >= g.h) continue;
+              for (int64_t ow = 0; ow < g.ow; ++ow) {
+                const int64_t iw = ow * g.stride_w - g.pad_w + j * g.dil_w;
+                if (iw < 0 || iw >= g.w) continue;
+                acc += load<T>(gy[ya.at(n, oc, oh, ow)]) * load<T>(x[xa.at(n, c, ih, iw)]);
+              }
+            }
+          gw[((oc * cig + ic) * g.kh + i) * g.kw + j] = store<T>(acc);
+        }
+    }
+}
+
+// ---- oneDNN (F32, BF16) -----------------------------------------------------------
+
+dnnl::memory::desc act_md(int64_t n, int64_t c, int64_t h, int64_t w, dt t, bool nhwc) {
+  return dnnl::memory::desc({n, c, h, w}, t, nhwc ? tag::nhwc : tag::nchw);
+}
+
+dnnl::memory::desc wei_md(const Conv2dGeom &g, dt t) {
+  if (g.groups == 1) return dnnl::memory::desc({g.c_out, g.c_in, g.kh, g.kw}, t, tag::oihw);
+  return dnnl::memory::desc({g.groups, g.c_out / g.groups, g.c_in / g.groups, g.kh, g.kw}, t, tag::goihw);
+}
+
+dnnl::memory::desc any_like(const dnnl::memory::desc &md) {
+  return dnnl::memory::desc(md.dims(), md.data_type(), tag::any);
+}
+
+ConvCache::Slot make_slot(ConvCache &c, int arg, const dnnl::memory::desc &user, const dnnl::memory::desc &want,
+                          bool output) {
+  ConvCache::Slot s;
+  s.arg = arg;
+  s.user = user;
+  s.want = want;
+  s.reorder = user != want;
+  if (s.reorder)
+    s.r = output ? dnnl::reorder(dnnl::reorder::primitive_desc(c.engine, want, c.engine, user))
+                 : dnnl::reorder(dnnl::reorder::primitive_desc(c.engine, user, c.engine, want));
+  return s;
+}
+
+ConvCache::Entry build(ConvCache &c, Dir dir, const Conv2dGeom &g, dt t, bool has_bias) {
+  const auto alg = dnnl::algorithm::convolution_direct;
+  const dnnl::memory::dims strides{g.stride_h, g.stride_w}, dil{g.dil_h - 1, g.dil_w - 1},
+      pad{g.pad_h, g.pad_w};
+  const auto x_user = act_md(g.n, g.c_in, g.h, g.w, t, g.nhwc);
+  const auto y_user = act_md(g.n, g.c_out, g.oh, g.ow, t, g.nhwc);
+  const auto w_user = wei_md(g, t);
+  // oneDNN runs channels-last natively; for NCHW it prefers its blocked
+  // formats, and one reorder each way costs less than a plain-layout kernel.
+  const auto x_any = g.nhwc ? x_user : any_like(x_user);
+  const auto y_any = g.nhwc ? y_user : any_like(y_user);
+  const auto w_any = any_like(w_user);
+  const dnnl::memory::desc b_md({g.c_out}, dt::f32, tag::x);
+  // Padding on the far side equals the near side: oneDNN's size rule then
+  // floors exactly like PyTorch's (rows that do not fill a window are dropped).
+  dnnl::convolution_forward::desc fd =
+      has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, x_any, w_any, b_md,
+                                                 y_any, strides, dil, pad, pad)
+               : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, x_any, w_any, y_any,
+                                                 strides, dil, pad, pad);
+  dnnl::convolution_forward::primitive_desc fpd(fd, c.engine);
+  ConvCache::Entry e;
+  e.has_bias = has_bias;
+  e.bias = b_md;
+  if (dir == Dir::Fwd) {
+    e.prim = dnnl::convolution_forward(fpd);
+    e.in0 = make_slot(c, DNNL_ARG_SRC, x_user, fpd.src_desc(), false);
+    e.in1 = make_slot(c, DNNL_ARG_WEIGHTS, w_user, fpd.weights_desc(), false);
+    e.out = make_slot(c, DNNL_ARG_DST, y_user, fpd.dst_desc(), true);
+  } else if (dir == Dir::BwdData) {
+    dnnl::convolution_backward_data::desc bd(alg, x_any, w_any, y_any, strides, dil, pad, pad);
+    dnnl::convolution_backward_data::primitive_desc bpd(bd, c.engine, fpd);
+    e.prim = dnnl::convolution_backward_data(bpd);
+    e.in0 = make_slot(c, DNNL_ARG_DIFF_DST, y_user, bpd.diff_dst_desc(), false);
+    e.in1 = make_slot(c, DNNL_ARG_WEIGHTS, w_user, bpd.weights_desc(), false);
+    e.out = make_slot(c, DNNL_ARG_DIFF_SRC, x_user, bpd.diff_src_desc(), true);
+  } else {
+    dnnl::convolution_backward_weights::desc bd(alg, x_any, w_any, y_any, strides, dil, pad, pad);
+    dnnl::convolution_backward_weights::primitive_desc bpd(bd, c.engine, fpd);
+    e.prim = dnnl::convolution_backward_weights(bpd);
+    e.in0 = make_slot(c, DNNL_ARG_SRC, x_user, bpd.src_desc(), false);
+    e.in1 = make_slot(c, DNNL_ARG_DIFF_DST, y_user, bpd.diff_dst_desc(), false);
+    e.out = make_slot(c, DNNL_ARG_DIFF_WEIGHTS, w_user, bpd.diff_weights_desc(), true);
+  }
+  return e;
+}
+
+// A temporary buffer from the backend's block cache: the reordered copies
+// have the same sizes every step, so they are served without page faults.
+class Scratch {
+ public:
+  Scratch(CpuBackend &be, size_t n) : be_(be), n_(n), p_(be.allocate(n)) {}
+  ~Scratch() { be_.deallocate(p_, n_); }
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  void *get() const noexcept { return p_; }
+
+ private:
+  CpuBackend &be_;
+  size_t n_;
+  void *p_;
+};
+
+// Runs one convolution direction on F32 or BF16 buffers. Returns false when
+// this CPU has no BF16 convolution (the caller then widens to fp32).
+//   Fwd:        in0 = x,  in1 = w,  out = y  (bias fp32 or null)
+//   BwdData:    in0 = gy, in1 = w,  out = gx
+//   BwdWeights: in0 = x,  in1 = gy, out = gw
+bool run_dnnl(CpuBackend &be, ConvCache &c, Dir dir, const Conv2dGeom &g, DType dtype, const void *in0, const void *in1,
+              const float *bias, void *out) {
+  if (dtype == MIXP_BF16 && c.bf16_unavailable) return false;
+  const dt t = dtype == MIXP_F32 ? dt::f32 : dt::bf16;
+  const bool has_bias = dir == Dir::Fwd && bias;
+  ConvCache::Key key = {int64_t(dir), int64_t(dtype), g.n, g.c_in, g.h, g.w, g.c_out, g.kh, g.kw, g.oh, g.ow,
+                        g.stride_h, g.stride_w, g.pad_h, g.pad_w, g.dil_h, g.dil_w, g.groups, g.nhwc,
+                        has_bias, 0, 0};
+  try {
+    auto it = c.cache.find(key);
+    if (it == c.cache.end()) {
+      ConvCache::Entry e;
+      try {
+        e = build(c, dir, g, t, has_bias);
+      } catch (const dnnl::error &) {
+        if (dtype != MIXP_BF16) throw;
+        c.bf16_unavailable = true;
+        return false;
+      }
+      if (c.cache.size() > 512) c.cache.clear();
+      it = c.cache.emplace(key, std::move(e)).first;
+    }
+    ConvCache::Entry &e = it->second;
+    std::unordered_map<int, dnnl::memory> args;
+    std::vector<std::unique_ptr<Scratch>> scratch;
+    auto reordered = [&](const dnnl::memory::desc &want) {
+      scratch.push_back(std::make_unique<Scratch>(be, want.get_size()));
+      return dnnl::memory(want, c.engine, scratch.back()->get());
+    };
+    auto bind_in = [&](const ConvCache::Slot &s, const void *p) {
+      dnnl::memory user(s.user, c.engine, const_cast<void *>(p));
+      if (!s.reorder) {
+        args.emplace(s.arg, user);
+        return;
+      }
+      dnnl::memory m = reordered(s.want);
+      s.r.execute(c.stream, user, m);
+      args.emplace(s.arg, m);
+    };
+    bind_in(e.in0, in0);
+    bind_in(e.in1, in1);
+    if (e.has_bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(e.bias, c.engine, const_cast<float *>(bias)));
+    dnnl::memory out_user(e.out.user, c.engine, out);
+    dnnl::memory out_mem = e.out.reorder ? reordered(e.out.want) : out_user;
+    args.emplace(e.out.arg, out_mem);
+    e.prim.execute(c.stream, args);
+    if (e.out.reorder) e.out.r.execute(c.stream, out_mem, out_user);
+    c.stream.wait();
+  } catch (const dnnl::error &err) {
+    fail(MIXP_ERR_INTERNAL, "conv2d: oneDNN failed (", err.what(), ") for ", dtype_name(dtype), " x [", g.n, ",",
+         g.c_in, ",", g.h, ",", g.w, "] weight [", g.c_out, ",", g.c_in / g.groups, ",", g.kh, ",", g.kw, "]");
+  }
+  return true;
+}
+
+// Half buffers widened to fp32 (and results rounded back), for F16 and for
+// BF16 without a bf16 unit.
+template <class H>
+std::vector<float> widen(const void *p, int64_t n) {
+  std::vector<float> v(size_t(n > 0 ? n : 0));
+  const H *s = static_cast<const H *>(p);
+#pragma omp parallel for schedule(static) if (n > 32768)
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = load<H>(s[i]);
+  return v;
+}
+
+template <class H>
+void narrow(const std::vector<float> &v, void *p) {
+  H *d = static_cast<H *>(p);
+  const int64_t n = int64_t(v.size());
+#pragma omp parallel for schedule(static) if (n > 32768)
+  for (int64_t i = 0; i < n; ++i) d[i] = store<H>(v[size_t(i)]);
+}
+
+int64_t x_numel(const Conv2dGeom &g) { return g.n * g.c_in * g.h * g.w; }
+int64_t y_numel(const Conv2dGeom &g) { return g.n * g.c_out * g.oh * g.ow; }
+int64_t w_numel(const Conv2dGeom &g) { return g.c_out * (g.c_in / g.groups) * g.kh * g.kw; }
+
+// The element count of each operand of a direction, in (in0, in1, out) order.
+std::array<int64_t, 3> sizes(Dir dir, const Conv2dGeom &g) {
+  switch (dir) {
+    case Dir::Fwd: return {x_numel(g), w_numel(g), y_numel(g)};
+    case Dir::BwdData: return {y_numel(g), w_numel(g), x_numel(g)};
+    default: return {x_numel(g), y_numel(g), w_numel(g)};
+  }
+}
+
+template <class H>
+void run_widened(CpuBackend &be, ConvCache &c, Dir dir, const Conv2dGeom &g, const void *in0, const void *in1, const void *bias,
+                 void *out) {
+  const auto n = sizes(dir, g);
+  std::vector<float> a = widen<H>(in0, n[0]), b = widen<H>(in1, n[1]);
+  std::vector<float> r(static_cast<size_t>(n[2]));
+  std::vector<float> bf = bias ? widen<H>(bias, g.c_out) : std::vector<float>();
+  run_dnnl(be, c, dir, g, MIXP_F32, a.data(), b.data(), bias ? bf.data() : nullptr, r.data());
+  narrow<H>(r, out);
+}
+
+void run(CpuBackend &be, ConvCache &c, Dir dir, const Conv2dGeom &g, DType dtype, const void *in0, const void *in1,
+         const void *bias, void *out) {
+  switch (dtype) {
+    case MIXP_F64: {
+      const auto *a = static_cast<const double *>(in0);
+      const auto *b = static_cast<const double *>(in1);
+      auto *o = static_cast<double *>(out);
+      if (dir == Dir::Fwd) fwd_loops<double>(g, a, b, static_cast<const double *>(bias), o);
+      else if (dir == Dir::BwdData) bwd_data_loops<double>(g, a, b, o);
+      else bwd_weights_loops<double>(g, a, b, o);
+      return;
+    }
+    case MIXP_F32:
+      run_dnnl(be, c, dir, g, MIXP_F32, in0, in1, static_cast<const float *>(bias), out);
+      return;
+    case MIXP_F16:
+      run_widened<f16>(be, c, dir, g, in0, in1, bias, out);
+      return;
+    case MIXP_BF16: {
+      // oneDNN takes an fp32 bias beside bf16 data.
+      std::vector<float> bf = bias ? widen<bf16>(bias, g.c_out) : std::vector<float>();
+      if (!run_dnnl(be, c, dir, g, MIXP_BF16, in0, in1, bias ? bf.data() : nullptr, out))
+        run_widened<bf16>(be, c, dir, g, in0, in1, bias, out);
+      return;
+    }
+    default: fail(MIXP_ERR_DTYPE, "conv2d: unsupported dtype ", dtype_name(dtype));
+  }
+}
+
+}  // namespace
+
+// The cache lives on the backend (one per session) so that sessions running
+// on different threads never share primitives.
+cpu::ConvCache &CpuBackend::conv_cache() {
+  if (!conv_cache_) conv_cache_ = std::make_shared<cpu::ConvCache>();
+  return *conv_cache_;
+}
+
+void CpuBackend::conv2d(const Conv2dGeom &g, const View &x, const View &w, const View *bias, const View &y) {
+  if (y_numel(g) == 0) return;
+  run(*this, conv_cache(), Dir::Fwd, g, x.dtype, x.data, w.data, bias ? bias->data : nullptr, y.data);
+}
+
+void CpuBackend::conv2d_backward_data(const Conv2dGeom &g, const View &gy, const View &w, const View &gx) {
+  if (x_numel(g) == 0) return;
+  if (y_numel(g) == 0 || w_numel(g) == 0) {
+    fill(gx, 0.0);
+    return;
+  }
+  run(*this, conv_cache(), Dir::BwdData, g, gy.dtype, gy.data, w.data, nullptr, gx.data);
+}
+
+void CpuBackend::conv2d_backward_weights(const Conv2dGeom &g, const View &x, const View &gy, const View &gw) {
+  if (w_numel(g) == 0) return;
+  if (y_numel(g) == 0 || x_numel(g) == 0) {
+    fill(gw, 0.0);
+    return;
+  }
+  run(*this, conv_cache(), Dir::BwdWeights, g, x.dtype, x.data, gy.data, nullptr, gw.data);
+}
+
+
+}  // namespace mixp

@@ -1,0 +1,335 @@
+// CPU normalisation kernels: batch_norm (statistics per channel over the
+// batch and spatial positions) and group_norm/layer_norm (statistics per
+// sample and group), forward and backward.
+//
+// Every reduction accumulates in double. Per-channel sums are formed in
+// partial sums over chunks whose boundaries depend on the shape alone, then
+// added in chunk order, so the result is bitwise the same for any thread
+// count. Variances take two passes (mean first), which stays accurate when
+// the mean is large against the spread.
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.hpp"
+#include "core/error.hpp"
+
+namespace mixp {
+namespace {
+
+constexpr int64_t kChunk = 16384;  // elements per reduction work item
+constexpr int64_t kChannelBlock = 64;
+
+// The fixed split of a [outer, c, inner] reduction into work items: blocks of
+// outer rows times blocks of channels.
+struct ChannelPlan {
+  int64_t rows_per = 1, nchunks = 0, cblock = 1, ncblocks = 0;
+  ChannelPlan(int64_t outer, int64_t c, int64_t inner) {
+    cblock = std::max<int64_t>(1, std::min(c, kChannelBlock));
+    rows_per = std::max<int64_t>(1, kChunk / std::max<int64_t>(1, cblock * inner));
+    nchunks = (outer + rows_per - 1) / rows_per;
+    ncblocks = (c + cblock - 1) / cblock;
+  }
+};
+
+// out[ch * K + j] = sum over o, i of the K values f adds for row (o, ch):
+// f(o, ch, acc) adds its row's contributions to acc[0..K).
+template <int K, class F>
+void channel_sums(int64_t outer, int64_t c, int64_t inner, F f, double *out) {
+  const ChannelPlan p(outer, c, inner);
+  std::vector<double> part(size_t(p.nchunks * c * K), 0.0);
+  const int64_t items = p.nchunks * p.ncblocks;
+#pragma omp parallel for schedule(static) if (items > 1)
+  for (int64_t it = 0; it < items; ++it) {
+    const int64_t k = it / p.ncblocks, cb = it % p.ncblocks;
+    const int64_t o0 = k * p.rows_per, o1 = std::min(outer, o0 + p.rows_per);
+    const int64_t c0 = cb * p.cblock, c1 = std::min(c, c0 + p.cblock);
+    for (int64_t o = o0; o < o1; ++o)
+      for (int64_t ch = c0; ch < c1; ++ch) f(o, ch, &part[size_t((k * c + ch) * K)]);
+  }
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int j = 0; j < K; ++j) {
+      double s = 0.0;
+      for (int64_t k = 0; k < p.nchunks; ++k) s += part[size_t((k * c + ch) * K + j)];
+      out[ch * K + j] = s;
+    }
+}
+
+// Statistics live in F32 (F64 for F64 data); S is their storage type.
+template <class S>
+S *stat_ptr(const View &v) {
+  return static_cast<S *>(v.data);
+}
+
+template <class T>
+using stat_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <class T>
+acc_t<T> param(const View *v, int64_t i, acc_t<T> dflt) {
+  return v ? load<T>(static_cast<const T *>(v->data)[i]) : dflt;
+}
+
+// ---- batch_norm ----------------------------------------------------------------
+
+template <class T>
+void bn_stats(const View &xv, int64_t outer, int64_t c, int64_t inner, double eps,
+              const View &mv, const View &vv, const View &iv) {
+  using S = stat_t<T>;
+  const T *x = static_cast<const T *>(xv.data);
+  const double m = double(outer * inner);
+  std::vector<double> sum(static_cast<size_t>(c)), sq(static_cast<size_t>(c));
+  channel_sums<1>(outer, c, inner, [&](int64_t o, int64_t ch, double *acc) {
+    const T *row = x + (o * c + ch) * inner;
+    double s = 0.0;
+    for (int64_t i = 0; i < inner; ++i) s += double(load<T>(row[i]));
+    acc[0] += s;
+  }, sum.data());
+  for (int64_t ch = 0; ch < c; ++ch) sum[size_t(ch)] /= m;
+  channel_sums<1>(outer, c, inner, [&](int64_t o, int64_t ch, double *acc) {
+    const T *row = x + (o * c + ch) * inner;
+    const double mu = sum[size_t(ch)];
+    double s = 0.0;
+    for (int64_t i = 0; i < inner; ++i) {
+      const double d = double(load<T>(row[i])) - mu;
+      s += d * d;
+    }
+    acc[0] += s;
+  }, sq.data());
+  S *mean = stat_ptr<S>(mv), *var = stat_ptr<S>(vv), *invstd = stat_ptr<S>(iv);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const double v = sq[size_t(ch)] / m;
+    mean[ch] = S(sum[size_t(ch)]);
+    var[ch] = S(v);
+    invstd[ch] = S(1.0 / std::sqrt(v + eps));
+  }
+}
+
+template <class T>
+void bn_forward(const View &xv, int64_t outer, int64_t c, int64_t inner, const View &mv,
+                const View &iv, const View *wv, const View *bv, const View &yv) {
+  using A = acc_t<T>;
+  using S = stat_t<T>;
+  const T *x = static_cast<const T *>(xv.data);
+  T *y = static_cast<T *>(yv.data);
+  const S *mean = stat_ptr<S>(mv), *invstd = stat_ptr<S>(iv);
+#pragma omp parallel for collapse(2) schedule(static) if (outer * c * inner > kChunk)
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const A mu = A(mean[ch]);
+      const A alpha = A(invstd[ch]) * param<T>(wv, ch, A(1));
+      const A beta = param<T>(bv, ch, A(0));
+      const int64_t base = (o * c + ch) * inner;
+      for (int64_t i = 0; i < inner; ++i)
+        y[base + i] = store<T>((load<T>(x[base + i]) - mu) * alpha + beta);
+    }
+}
+
+template <class T>
+void bn_backward(const View &xv, const View &gyv, int64_t outer, int64_t c, int64_t inner,
+                 const View &mv, const View &iv, const View *wv, bool batch_stats,
+                 const View *gxv, const View *gwv, const View *gbv) {
+  using A = acc_t<T>;
+  using S = stat_t<T>;
+  const T *x = static_cast<const T *>(xv.data);
+  const T *gy = static_cast<const T *>(gyv.data);
+  const S *mean = stat_ptr<S>(mv), *invstd = stat_ptr<S>(iv);
+  const bool need_sums = gwv || gbv || (gxv && batch_stats);
+  // sums[2ch] = sum gy, sums[2ch+1] = sum gy * (x - mean)
+  std::vector<double> sums(size_t(2 * c), 0.0);
+  if (need_sums)
+    channel_sums<2>(outer, c, inner, [&](int64_t o, int64_t ch, double *acc) {
+      const int64_t base = (o * c + ch) * inner;
+      const double mu = double(mean[ch]);
+      double sg = 0.0, sgx = 0.0;
+      for (int64_t i = 0; i < inner; ++i) {
+        const double g = double(load<T>(gy[base + i]));
+        sg += g;
+        sgx += g * (double(load<T>(x[base + i])) - mu);
+      }
+      acc[0] += sg;
+      acc[1] += sgx;
+    }, sums.data());
+  for (int64_t ch = 0; ch < c; ++ch) {
+    if (gwv)
+      static_cast<T *>(gwv->data)[ch] =
+          store_double<T>(sums[size_t(2 * ch + 1)] * double(invstd[ch]));
+    if (gbv) static_cast<T *>(gbv->data)[ch] = store_double<T>(sums[size_t(2 * ch)]);
+  }
+  if (!gxv) return;
+  T *gx = static_cast<T *>(gxv->data);
+  const double m = double(outer * inner);
+#pragma omp parallel for collapse(2) schedule(static) if (outer * c * inner > kChunk)
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const double is = double(invstd[ch]);
+      const A scale = A(is * double(param<T>(wv, ch, A(1))));
+      const A mu = A(mean[ch]);
+      // gx = w * invstd * (gy - mean(gy) - xhat * mean(gy * xhat)).
+      const A mg = batch_stats ? A(sums[size_t(2 * ch)] / m) : A(0);
+      const A k = batch_stats ? A(sums[size_t(2 * ch + 1)] * is * is / m) : A(0);
+      const int64_t base = (o * c + ch) * inner;
+      for (int64_t i = 0; i < inner; ++i)
+        gx[base + i] =
+            store<T>(scale * (load<T>(gy[base + i]) - mg - (load<T>(x[base + i]) - mu) * k));
+    }
+}
+
+// ---- group_norm / layer_norm -------------------------------------------------------
+
+template <class T>
+void gn_forward(const GroupNormGeom &g, const View &xv, const View *wv, const View *bv,
+                double eps, const View &yv, const View &mv, const View &rv) {
+  using A = acc_t<T>;
+  using S = stat_t<T>;
+  const T *x = static_cast<const T *>(xv.data);
+  T *y = static_cast<T *>(yv.data);
+  S *mean = stat_ptr<S>(mv), *rstd = stat_ptr<S>(rv);
+  const int64_t cpg = g.c / g.groups, len = cpg * g.s, rows = g.n * g.groups;
+#pragma omp parallel for schedule(static) if (rows * len > kChunk && rows > 1)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *xr = x + r * len;
+    T *yr = y + r * len;
+    double s = 0.0;
+    for (int64_t i = 0; i < len; ++i) s += double(load<T>(xr[i]));
+    const double mu = len > 0 ? s / double(len) : 0.0;
+    double sq = 0.0;
+    for (int64_t i = 0; i < len; ++i) {
+      const double d = double(load<T>(xr[i])) - mu;
+      sq += d * d;
+    }
+    const double is = 1.0 / std::sqrt((len > 0 ? sq / double(len) : 0.0) + eps);
+    mean[r] = S(mu);
+    rstd[r] = S(is);
+    const A amu = A(mean[r]), ais = A(rstd[r]);
+    const int64_t ch0 = (r % g.groups) * cpg;
+    for (int64_t cc = 0; cc < cpg; ++cc) {
+      const A w = param<T>(wv, ch0 + cc, A(1)) * ais, b = param<T>(bv, ch0 + cc, A(0));
+      const int64_t base = cc * g.s;
+      for (int64_t i = 0; i < g.s; ++i)
+        yr[base + i] = store<T>((load<T>(xr[base + i]) - amu) * w + b);
+    }
+  }
+}
+
+template <class T>
+void gn_backward(const GroupNormGeom &g, const View &xv, const View &gyv, const View &mv,
+                 const View &rv, const View *wv, const View *gxv, const View *gwv,
+                 const View *gbv) {
+  using A = acc_t<T>;
+  using S = stat_t<T>;
+  const T *x = static_cast<const T *>(xv.data);
+  const T *gy = static_cast<const T *>(gyv.data);
+  const S *mean = stat_ptr<S>(mv), *rstd = stat_ptr<S>(rv);
+  const int64_t cpg = g.c / g.groups, len = cpg * g.s, rows = g.n * g.groups;
+  if (gxv) {
+    T *gx = static_cast<T *>(gxv->data);
+#pragma omp parallel for schedule(static) if (rows * len > kChunk && rows > 1)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t ch0 = (r % g.groups) * cpg;
+      const double mu = double(mean[r]), is = double(rstd[r]);
+      // With dxhat = gy * w: gx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
+      double s1 = 0.0, s2 = 0.0;
+      for (int64_t cc = 0; cc < cpg; ++cc) {
+        const double w = double(param<T>(wv, ch0 + cc, A(1)));
+        const int64_t base = r * len + cc * g.s;
+        for (int64_t i = 0; i < g.s; ++i) {
+          const double d = double(load<T>(gy[base + i])) * w;
+          s1 += d;
+          s2 += d * (double(load<T>(x[base + i])) - mu) * is;
+        }
+      }
+      const A m1 = A(s1 / double(len)), m2 = A(s2 / double(len)), amu = A(mu), ais = A(is);
+      for (int64_t cc = 0; cc < cpg; ++cc) {
+        const A w = param<T>(wv, ch0 + cc, A(1));
+        const int64_t base = r * len + cc * g.s;
+        for (int64_t i = 0; i < g.s; ++i) {
+          const A xhat = (load<T>(x[base + i]) - amu) * ais;
+          gx[base + i] = store<T>(ais * (load<T>(gy[base + i]) * w - m1 - xhat * m2));
+        }
+      }
+    }
+  }
+  if (!gwv && !gbv) return;
+  // sums[2ch] = sum gy * xhat, sums[2ch+1] = sum gy, over samples and positions.
+  std::vector<double> sums(size_t(2 * g.c), 0.0);
+  channel_sums<2>(g.n, g.c, g.s, [&](int64_t o, int64_t ch, double *acc) {
+    const int64_t r = o * g.groups + ch / cpg;
+    const double mu = double(mean[r]), is = double(rstd[r]);
+    const int64_t base = (o * g.c + ch) * g.s;
+    double sgx = 0.0, sg = 0.0;
+    for (int64_t i = 0; i < g.s; ++i) {
+      const double gv = double(load<T>(gy[base + i]));
+      sgx += gv * (double(load<T>(x[base + i])) - mu) * is;
+      sg += gv;
+    }
+    acc[0] += sgx;
+    acc[1] += sg;
+  }, sums.data());
+  for (int64_t ch = 0; ch < g.c; ++ch) {
+    if (gwv) static_cast<T *>(gwv->data)[ch] = store_double<T>(sums[size_t(2 * ch)]);
+    if (gbv) static_cast<T *>(gbv->data)[ch] = store_double<T>(sums[size_t(2 * ch + 1)]);
+  }
+}
+
+void check_stats(const char *kernel, const View &data, const View &stat) {
+  const DType want = data.dtype == MIXP_F64 ? MIXP_F64 : MIXP_F32;
+  if (!is_float(data.dtype) || stat.dtype != want)
+    fail(MIXP_ERR_INTERNAL, "cpu ", kernel, ": data ", dtype_name(data.dtype),
+         " with statistics ", dtype_name(stat.dtype));
+}
+
+}  // namespace
+
+void CpuBackend::batch_norm_stats(const View &x, int64_t outer, int64_t c, int64_t inner,
+                                  double eps, const View &mean, const View &var,
+                                  const View &invstd) {
+  check_stats("batch_norm_stats", x, mean);
+  dispatch_float(x.dtype, [&](auto tag) {
+    bn_stats<decltype(tag)>(x, outer, c, inner, eps, mean, var, invstd);
+  });
+}
+
+void CpuBackend::batch_norm_forward(const View &x, int64_t outer, int64_t c, int64_t inner,
+                                    const View &mean, const View &invstd, const View *weight,
+                                    const View *bias, const View &y) {
+  check_stats("batch_norm_forward", x, mean);
+  dispatch_float(x.dtype, [&](auto tag) {
+    bn_forward<decltype(tag)>(x, outer, c, inner, mean, invstd, weight, bias, y);
+  });
+}
+
+void CpuBackend::batch_norm_backward(const View &x, const View &gy, int64_t outer, int64_t c,
+                                     int64_t inner, const View &mean, const View &invstd,
+                                     const View *weight, bool batch_stats, const View *gx,
+                                     const View *gw, const View *gb) {
+  check_stats("batch_norm_backward", x, mean);
+  dispatch_float(x.dtype, [&](auto tag) {
+    bn_backward<decltype(tag)>(x, gy, outer, c, inner, mean, invstd, weight, batch_stats, gx,
+                               gw, gb);
+  });
+}
+
+void CpuBackend::group_norm_forward(const GroupNormGeom &g, const View &x, const View *weight,
+                                    const View *bias, double eps, const View &y,
+                                    const View &mean, const View &rstd) {
+  check_stats("group_norm_forward", x, mean);
+  if (g.groups < 1 || g.c % g.groups != 0)
+    fail(MIXP_ERR_INTERNAL, "cpu group_norm_forward: ", g.c, " channels in ", g.groups, " groups");
+  dispatch_float(x.dtype, [&](auto tag) {
+    gn_forward<decltype(tag)>(g, x, weight, bias, eps, y, mean, rstd);
+  });
+}
+
+void CpuBackend::group_norm_backward(const GroupNormGeom &g, const View &x, const View &gy,
+                                     const View &mean, const View &rstd, const View *weight,
+                                     const View *gx, const View *gw, const View *gb) {
+  check_stats("group_norm_backward", x, mean);
+  if (g.groups < 1 || g.c % g.groups != 0)
+    fail(MIXP_ERR_INTERNAL, "cpu group_norm_backward: ", g.c, " channels in ", g.groups, " groups");
+  dispatch_float(x.dtype, [&](auto tag) {
+    gn_backward<decltype(tag)>(g, x, gy, mean, rstd, weight, gx, gw, gb);
+  });
+}
+
+}  // namespace mixp

@@ -1,0 +1,224 @@
+// 2-D max/average/adaptive-average pooling on the CPU, as plain OpenMP loops
+// over either layout: pooling reads each input a few times and does almost
+// no arithmetic, so loops that stream memory in order are as fast as a
+// library call. NCHW runs one thread per (n, c) plane; NHWC keeps the
+// channels innermost so the loops vectorise across them. The backward
+// passes scatter into a per-plane (per-image for NHWC) fp32/fp64 buffer owned
+// by one thread, in a fixed order, so results are deterministic and half
+// types round once.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.hpp"
+#include "core/error.hpp"
+
+namespace mixp {
+namespace {
+
+// The input rectangle [h0, h1) x [w0, w1) of output cell (i, j), and the
+// divisor of an average over it.
+struct Window {
+  int64_t h0, h1, w0, w1;
+  double div;
+};
+
+inline int64_t adaptive_start(int64_t i, int64_t in, int64_t out) { return i * in / out; }
+inline int64_t adaptive_end(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in + out - 1) / out; }
+
+inline Window window(const Pool2dGeom &g, int64_t i, int64_t j) {
+  Window r;
+  if (g.kind == PoolKind::AdaptiveAvg) {
+    r.h0 = adaptive_start(i, g.h, g.oh);
+    r.h1 = adaptive_end(i, g.h, g.oh);
+    r.w0 = adaptive_start(j, g.w, g.ow);
+    r.w1 = adaptive_end(j, g.w, g.ow);
+    r.div = double((r.h1 - r.h0) * (r.w1 - r.w0));
+    return r;
+  }
+  int64_t hs = i * g.stride_h - g.pad_h, ws = j * g.stride_w - g.pad_w;
+  int64_t he = std::min(hs + g.kh, g.h + g.pad_h), we = std::min(ws + g.kw, g.w + g.pad_w);
+  const double padded = double((he - hs) * (we - ws));
+  r.h0 = std::max<int64_t>(hs, 0);
+  r.w0 = std::max<int64_t>(ws, 0);
+  r.h1 = std::min(he, g.h);
+  r.w1 = std::min(we, g.w);
+  r.div = g.count_include_pad ? padded : double((r.h1 - r.h0) * (r.w1 - r.w0));
+  return r;
+}
+
+// A NaN in a window wins (the first one), as in PyTorch; otherwise the first
+// maximum.
+template <class A>
+inline bool takes_max(A v, A m) {
+  return v > m || (std::isnan(v) && !std::isnan(m));
+}
+
+template <class T>
+void forward_nchw(const Pool2dGeom &g, const T *x, T *y, int64_t *idx) {
+  using A = acc_t<T>;
+  const int64_t planes = g.n * g.c, in_sz = g.h * g.w, out_sz = g.oh * g.ow;
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < planes; ++p) {
+    const T *xp = x + p * in_sz;
+    for (int64_t i = 0; i < g.oh; ++i)
+      for (int64_t j = 0; j < g.ow; ++j) {
+        const Window wd = window(g, i, j);
+        const int64_t o = p * out_sz + i * g.ow + j;
+        if (g.kind == PoolKind::Max) {
+          A m = -std::numeric_limits<A>::infinity();
+          int64_t arg = wd.h0 * g.w + wd.w0;
+          for (int64_t h = wd.h0; h < wd.h1; ++h)
+            for (int64_t w = wd.w0; w < wd.w1; ++w) {
+              const A v = load<T>(xp[h * g.w + w]);
+              if (takes_max(v, m)) m = v, arg = h * g.w + w;
+            }
+          y[o] = store<T>(m);
+          idx[o] = arg;
+        } else {
+          A s = 0;
+          for (int64_t h = wd.h0; h < wd.h1; ++h)
+            for (int64_t w = wd.w0; w < wd.w1; ++w) s += load<T>(xp[h * g.w + w]);
+          y[o] = store<T>(A(s / A(wd.div)));
+        }
+      }
+  }
+}
+
+template <class T>
+void forward_nhwc(const Pool2dGeom &g, const T *x, T *y, int64_t *idx) {
+  using A = acc_t<T>;
+  const int64_t C = g.c;
+#pragma omp parallel
+  {
+    std::vector<A> acc(static_cast<size_t>(C));
+    std::vector<int64_t> arg(static_cast<size_t>(C));
+#pragma omp for schedule(static) collapse(2)
+    for (int64_t n = 0; n < g.n; ++n)
+      for (int64_t i = 0; i < g.oh; ++i)
+        for (int64_t j = 0; j < g.ow; ++j) {
+          const Window wd = window(g, i, j);
+          const int64_t o = ((n * g.oh + i) * g.ow + j) * C;
+          if (g.kind == PoolKind::Max) {
+            for (int64_t c = 0; c < C; ++c) {
+              acc[size_t(c)] = -std::numeric_limits<A>::infinity();
+              arg[size_t(c)] = wd.h0 * g.w + wd.w0;
+            }
+            for (int64_t h = wd.h0; h < wd.h1; ++h)
+              for (int64_t w = wd.w0; w < wd.w1; ++w) {
+                const T *xp = x + ((n * g.h + h) * g.w + w) * C;
+                for (int64_t c = 0; c < C; ++c) {
+                  const A v = load<T>(xp[c]);
+                  if (takes_max(v, acc[size_t(c)])) acc[size_t(c)] = v, arg[size_t(c)] = h * g.w + w;
+                }
+              }
+            for (int64_t c = 0; c < C; ++c) {
+              y[o + c] = store<T>(acc[size_t(c)]);
+              idx[o + c] = arg[size_t(c)];
+            }
+          } else {
+            for (int64_t c = 0; c < C; ++c) acc[size_t(c)] = 0;
+            for (int64_t h = wd.h0; h < wd.h1; ++h)
+              for (int64_t w = wd.w0; w < wd.w1; ++w) {
+                const T *xp = x + ((n * g.h + h) * g.w + w) * C;
+                for (int64_t c = 0; c < C; ++c) acc[size_t(c)] += load<T>(xp[c]);
+              }
+            const A div = A(wd.div);
+            for (int64_t c = 0; c < C; ++c) y[o + c] = store<T>(A(acc[size_t(c)] / div));
+          }
+        }
+  }
+}
+
+template <class T>
+void backward_nchw(const Pool2dGeom &g, const T *gy, const int64_t *idx, T *gx) {
+  using A = acc_t<T>;
+  const int64_t planes = g.n * g.c, in_sz = g.h * g.w, out_sz = g.oh * g.ow;
+#pragma omp parallel
+  {
+    std::vector<A> buf(static_cast<size_t>(in_sz));
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < planes; ++p) {
+      std::fill(buf.begin(), buf.end(), A(0));
+      const T *gp = gy + p * out_sz;
+      for (int64_t i = 0; i < g.oh; ++i)
+        for (int64_t j = 0; j < g.ow; ++j) {
+          const A v = load<T>(gp[i * g.ow + j]);
+          if (g.kind == PoolKind::Max) {
+            buf[size_t(idx[p * out_sz + i * g.ow + j])] += v;
+            continue;
+          }
+          const Window wd = window(g, i, j);
+          const A share = v / A(wd.div);
+          for (int64_t h = wd.h0; h < wd.h1; ++h)
+            for (int64_t w = wd.w0; w < wd.w1; ++w) buf[size_t(h * g.w + w)] += share;
+        }
+      T *xp = gx + p * in_sz;
+      for (int64_t k = 0; k < in_sz; ++k) xp[k] = store<T>(buf[size_t(k)]);
+    }
+  }
+}
+
+template <class T>
+void backward_nhwc(const Pool2dGeom &g, const T *gy, const int64_t *idx, T *gx) {
+  using A = acc_t<T>;
+  const int64_t C = g.c, in_sz = g.h * g.w * C, out_sz = g.oh * g.ow * C;
+#pragma omp parallel
+  {
+    std::vector<A> buf(static_cast<size_t>(in_sz));
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < g.n; ++n) {
+      std::fill(buf.begin(), buf.end(), A(0));
+      const T *gp = gy + n * out_sz;
+      for (int64_t i = 0; i < g.oh; ++i)
+        for (int64_t j = 0; j < g.ow; ++j) {
+          const int64_t o = (i * g.ow + j) * C;
+          if (g.kind == PoolKind::Max) {
+            const int64_t *ip = idx + n * out_sz + o;
+            for (int64_t c = 0; c < C; ++c) buf[size_t(ip[c] * C + c)] += load<T>(gp[o + c]);
+            continue;
+          }
+          const Window wd = window(g, i, j);
+          const A div = A(wd.div);
+          for (int64_t h = wd.h0; h < wd.h1; ++h)
+            for (int64_t w = wd.w0; w < wd.w1; ++w) {
+              A *bp = buf.data() + (h * g.w + w) * C;
+              for (int64_t c = 0; c < C; ++c) bp[c] += load<T>(gp[o + c]) / div;
+            }
+        }
+      T *xp = gx + n * in_sz;
+      for (int64_t k = 0; k < in_sz; ++k) xp[k] = store<T>(buf[size_t(k)]);
+    }
+  }
+}
+
+}  // namespace
+
+void CpuBackend::pool2d(const Pool2dGeom &g, const View &x, const View &y, const View *indices) {
+  if (g.n * g.c * g.oh * g.ow == 0) return;
+  if (g.kind == PoolKind::Max && !indices) fail(MIXP_ERR_INTERNAL, "pool2d: max pooling needs an indices buffer");
+  int64_t *idx = indices ? static_cast<int64_t *>(indices->data) : nullptr;
+  dispatch_float(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T *xp = static_cast<const T *>(x.data);
+    T *yp = static_cast<T *>(y.data);
+    if (g.nhwc) forward_nhwc<T>(g, xp, yp, idx);
+    else forward_nchw<T>(g, xp, yp, idx);
+  });
+}
+
+void CpuBackend::pool2d_backward(const Pool2dGeom &g, const View &gy, const View *indices, const View &gx) {
+  if (g.n * g.c * g.h * g.w == 0) return;
+  if (g.kind == PoolKind::Max && !indices)
+    fail(MIXP_ERR_INTERNAL, "pool2d_backward: max pooling needs its indices");
+  const int64_t *idx = indices ? static_cast<const int64_t *>(indices->data) : nullptr;
+  dispatch_float(gy.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T *gp = static_cast<const T *>(gy.data);
+    T *xp = static_cast<T *>(gx.data);
+    if (g.nhwc) backward_nhwc<T>(g, gp, idx, xp);
+    else backward_nchw<T>(g, gp, idx, xp);
+  });
+}
+
+}  // namespace mixp

@@ -1,0 +1,65 @@
+// Building blocks of the zoo: layers made through the public create
+// functions, with the initialisations the reference architectures use.
+#include <cmath>
+
+#include "models/models.hpp"
+#include "nn/api_call.hpp"
+
+namespace mixp::models {
+
+std::unique_ptr<Module> conv2d(Session *s, int64_t in, int64_t out, int64_t kernel,
+                               int64_t stride, int64_t pad, int64_t groups, bool bias,
+                               mixp_dtype dtype, ConvInit init) {
+  mixp_conv2d_options g;
+  mixp_conv2d_options_init(&g);
+  g.stride_h = g.stride_w = stride;
+  g.pad_h = g.pad_w = pad;
+  g.groups = groups;
+  mixp_module *m = nullptr;
+  auto conv =
+      nn::adopt(mixp_conv2d_create(s, in, out, kernel, kernel, &g, int(bias), dtype, &m), m);
+  if (init == ConvInit::KaimingFanOut) {
+    // PyTorch's fan_out of a conv weight is out_channels * kh * kw, whatever
+    // the groups; gain sqrt(2) for ReLU.
+    init_normal(*conv, "weight", std::sqrt(2.0 / double(out * kernel * kernel)));
+    if (bias) init_zero(*conv, "bias");
+  }
+  return conv;
+}
+
+std::unique_ptr<Module> batchnorm2d(Session *s, int64_t c, double eps, double momentum,
+                                    mixp_dtype dtype) {
+  mixp_module *m = nullptr;
+  return nn::adopt(mixp_batchnorm2d_create(s, c, eps, momentum, 1, dtype, &m), m);
+}
+
+std::unique_ptr<Module> linear(Session *s, int64_t in, int64_t out, bool bias, mixp_dtype dtype) {
+  mixp_module *m = nullptr;
+  return nn::adopt(mixp_linear_create(s, in, out, int(bias), dtype, &m), m);
+}
+
+std::unique_ptr<Module> layernorm(Session *s, int64_t d, mixp_dtype dtype) {
+  mixp_module *m = nullptr;
+  return nn::adopt(mixp_layernorm_create(s, d, 1e-5, 1, dtype, &m), m);
+}
+
+std::unique_ptr<Module> embedding(Session *s, int64_t n, int64_t d, mixp_dtype dtype) {
+  mixp_module *m = nullptr;
+  return nn::adopt(mixp_embedding_create(s, n, d, -1, dtype, &m), m);
+}
+
+std::unique_ptr<Module> attention(Session *s, int64_t e, int64_t heads, double dropout,
+                                  mixp_dtype dtype) {
+  mixp_module *m = nullptr;
+  return nn::adopt(mixp_multihead_attention_create(s, e, heads, 1, dropout, 1, dtype, &m), m);
+}
+
+void init_normal(const Module &m, const char *name, double std) {
+  nn::fill_normal_(nn::parameter_named(&m, name), std);
+}
+
+void init_zero(const Module &m, const char *name) {
+  nn::fill_constant_(nn::parameter_named(&m, name), 0.0);
+}
+
+}  // namespace mixp::models

@@ -1,0 +1,75 @@
+// BatchNorm2d: mixp_batch_norm over the channels of NCHW (or [N, C]) input,
+// with PyTorch's parameters and buffers: weight (1) and bias (0) when affine;
+// running_mean (0), running_var (1) and num_batches_tracked (I64 scalar).
+#include <cmath>
+
+#include "core/error.hpp"
+#include "nn/api_call.hpp"
+#include "nn/layers.hpp"
+
+namespace mixp {
+namespace {
+
+class BatchNorm2d final : public Module {
+ public:
+  BatchNorm2d(Session *s, int64_t c, double eps, double momentum, bool affine, DType dtype)
+      : Module(s, "BatchNorm2d"), eps_(eps), momentum_(momentum) {
+    if (affine) {
+      weight_ = register_parameter("weight", nn::as_parameter(nn::full_tensor(s, dtype, &c, 1, 1)));
+      bias_ = register_parameter("bias", nn::as_parameter(nn::full_tensor(s, dtype, &c, 1, 0)));
+    }
+    mean_ = register_buffer("running_mean", nn::full_tensor(s, dtype, &c, 1, 0));
+    var_ = register_buffer("running_var", nn::full_tensor(s, dtype, &c, 1, 1));
+    count_ = register_buffer("num_batches_tracked", nn::full_tensor(s, MIXP_I64, nullptr, 0, 0));
+  }
+
+  bool is_norm_layer() const override { return true; }
+
+  TensorPtr forward(const TensorPtr &x) override {
+    // The statistics' dtype, not the parameters', survives a non-affine layer.
+    const mixp_dtype pd = mixp_tensor_dtype(buffer_slot(mean_).get());
+    mixp_tensor *w = weight_ == kNone ? nullptr : param_slot(weight_).get();
+    mixp_tensor *b = bias_ == kNone ? nullptr : param_slot(bias_).get();
+    const bool train = training();
+    TensorPtr y = nn::in_param_dtype(x, pd, "batch_norm", [&](const TensorPtr &in) {
+      return nn::call(mixp_batch_norm, in.get(), w, b, buffer_slot(mean_).get(),
+                      buffer_slot(var_).get(), int(train), momentum_, eps_, MIXP_NCHW);
+    });
+    if (train) count_batch();
+    return y;
+  }
+
+ private:
+  static constexpr size_t kNone = ~size_t(0);
+
+  // num_batches_tracked += 1, as PyTorch counts every training forward. It
+  // is a host-side read-modify-write (an integer scalar), not an op.
+  void count_batch() {
+    const TensorPtr &c = buffer_slot(count_);
+    int64_t n = 0;
+    nn::check(mixp_tensor_to_host(c.get(), &n, sizeof n));
+    TensorPtr next = nn::full_tensor(mixp_tensor_session(c.get()), MIXP_I64, nullptr, 0,
+                                     double(n + 1));
+    nn::check(mixp_tensor_copy_(c.get(), next.get()));
+  }
+
+  double eps_, momentum_;
+  size_t weight_ = kNone, bias_ = kNone, mean_ = kNone, var_ = kNone, count_ = kNone;
+};
+
+}  // namespace
+
+std::unique_ptr<Module> make_batchnorm2d(Session *s, int64_t features, double eps,
+                                         double momentum, bool affine, DType dtype,
+                                         const char *fn) {
+  if (features < 1)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": num_features must be >= 1, got ", features);
+  if (!(eps > 0.0) || !std::isfinite(eps))
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": eps must be finite and > 0, got ", eps);
+  if (!(momentum >= 0.0 && momentum <= 1.0))
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": momentum must be in [0, 1], got ", momentum);
+  check_param_dtype(dtype, fn);
+  return std::make_unique<BatchNorm2d>(s, features, eps, momentum, affine, dtype);
+}
+
+}  // namespace mixp

@@ -1,0 +1,82 @@
+// scaled_dot_product_attention, composed of recorded ops (matmul, scale,
+// additive causal mask, softmax, dropout, matmul), so its backward is the
+// chain of theirs and it runs on any backend.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "autograd/node.hpp"
+#include "core/error.hpp"
+#include "ops/ops.hpp"
+
+namespace mixp {
+namespace {
+
+// [L, S] of 0 where key j may be seen from query i (j <= i) and -inf
+// elsewhere, in dtype dt. Column 0 is never masked, so no softmax row is
+// all -inf.
+TensorPtr causal_mask(Session *s, DType dt, int64_t l, int64_t sk) {
+  std::vector<double> host(size_t(l * sk), 0.0);
+  const double ninf = -std::numeric_limits<double>::infinity();
+  for (int64_t i = 0; i < l; ++i)
+    for (int64_t j = i + 1; j < sk; ++j) host[size_t(i * sk + j)] = ninf;
+  TensorPtr m = empty(s, MIXP_F64, Shape{l, sk});
+  if (!host.empty()) s->backend->copy_from_host(m->data(), host.data(), host.size() * sizeof(double));
+  return cast(m, dt);
+}
+
+Shape batch_of(const Tensor &t) { return Shape(t.shape, t.ndim - 2); }
+
+}  // namespace
+
+TensorPtr scaled_dot_product_attention(const TensorPtr &q_in, const TensorPtr &k_in,
+                                       const TensorPtr &v_in, bool is_causal, double dropout_p,
+                                       double scale) {
+  static const char *fn = "mixp_scaled_dot_product_attention";
+  Session *s = same_session(fn, {q_in.get(), k_in.get(), v_in.get()});
+  TensorPtr q = q_in, k = k_in, v = v_in;
+  OpScope scope("scaled_dot_product_attention", s, {&q, &k, &v});
+  require_float(fn, "q", *q);
+  require_float(fn, "k", *k);
+  require_float(fn, "v", *v);
+  require_same_dtype(fn, "q", *q, "k", *k);
+  require_same_dtype(fn, "q", *q, "v", *v);
+  if (q->ndim < 2 || k->ndim < 2 || v->ndim < 2)
+    fail(MIXP_ERR_SHAPE, fn, ": q, k and v need at least 2 dims ([..., L, E]): q is ",
+         shape_str(*q), ", k is ", shape_str(*k), ", v is ", shape_str(*v));
+  const int64_t l = q->shape[q->ndim - 2], e = q->shape[q->ndim - 1];
+  const int64_t sk = k->shape[k->ndim - 2];
+  if (k->shape[k->ndim - 1] != e)
+    fail(MIXP_ERR_SHAPE, fn, ": q and k differ in embedding size E: q is ", shape_str(*q),
+         ", k is ", shape_str(*k));
+  if (v->shape[v->ndim - 2] != sk)
+    fail(MIXP_ERR_SHAPE, fn, ": k and v differ in sequence length S: k is ", shape_str(*k),
+         ", v is ", shape_str(*v));
+  if (sk == 0)
+    fail(MIXP_ERR_SHAPE, fn, ": k has no key positions (S = 0): k is ", shape_str(*k));
+  broadcast_shapes(fn, broadcast_shapes(fn, batch_of(*q), batch_of(*k)), batch_of(*v));
+  if (!(dropout_p >= 0.0 && dropout_p < 1.0))
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": dropout_p = ", dropout_p, " is outside [0, 1)");
+  if (!std::isfinite(scale))
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": scale = ", scale, " is not finite");
+  if (scale <= 0.0) {
+    if (e == 0)
+      fail(MIXP_ERR_SHAPE, fn, ": the default scale 1/sqrt(E) needs E > 0: q is ", shape_str(*q));
+    scale = 1.0 / std::sqrt(double(e));
+  }
+
+  const uint64_t rng_before = s->rng_offset;
+  try {
+    TensorPtr scores = mul_scalar(matmul(q, transpose(k, -1, -2)), scale);
+    if (is_causal && sk > 1 && l > 0) scores = add(scores, causal_mask(s, q->dtype, l, sk));
+    TensorPtr attn = softmax(scores, -1, false);
+    if (dropout_p > 0.0) attn = dropout(attn, dropout_p, true);
+    return scope.finish(matmul(attn, v));
+  } catch (...) {
+    // A call that fails must not consume random numbers.
+    s->rng_offset = rng_before;
+    throw;
+  }
+}
+
+}  // namespace mixp

@@ -1,0 +1,293 @@
+// Normalisation layers as ops: batch_norm (with running statistics),
+// layer_norm and group_norm. Statistics are computed by the backend in
+// double and kept in F32 (F64 for F64 inputs) whatever the input type, and
+// the backward passes reuse them.
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "autograd/node.hpp"
+#include "core/error.hpp"
+#include "ops/ops.hpp"
+
+namespace mixp {
+namespace {
+
+DType stat_dtype(DType x) { return x == MIXP_F64 ? MIXP_F64 : MIXP_F32; }
+
+// A contiguous gradient in the dtype of the forward output.
+TensorPtr dense_grad(const TensorPtr &g, DType dtype) {
+  return contiguous(g->dtype == dtype ? g : cast(g, dtype));
+}
+
+const View *opt_view(const TensorPtr &t, View &storage) {
+  if (!t) return nullptr;
+  storage = view_of(*t);
+  return &storage;
+}
+
+void check_eps(const char *fn, double eps) {
+  if (!(eps >= 0.0 && std::isfinite(eps)))
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": eps = ", eps, " must be finite and >= 0");
+}
+
+// weight/bias (and the like) of an op: float, x's dtype, the given shape.
+void check_param(const char *fn, const char *arg, const TensorPtr &p, const Tensor &x,
+                 const Shape &shape) {
+  if (!p) return;
+  require_float(fn, arg, *p);
+  require_same_dtype(fn, "x", x, arg, *p);
+  if (shape_of(*p) != shape)
+    fail(MIXP_ERR_SHAPE, fn, ": ", arg, " must be ", shape_str(shape), " for x of shape ",
+         shape_str(x), ", got ", shape_str(*p));
+}
+
+struct BatchNormNode : Node {
+  TensorPtr x, weight, mean, invstd;  // detached, contiguous
+  int64_t outer = 0, c = 0, inner = 0;
+  bool batch_stats = true;
+
+  std::vector<TensorPtr> backward(std::vector<TensorPtr> &grads) override {
+    if (released) fail(MIXP_ERR_STATE, "backward of batch_norm: saved tensors were already freed");
+    TensorPtr gy = dense_grad(grads[0], x->dtype);
+    Session *s = x->session.get();
+    std::vector<TensorPtr> r(3);
+    if (needs_grad(0)) r[0] = empty(s, x->dtype, shape_of(*x));
+    if (needs_grad(1)) r[1] = empty(s, x->dtype, Shape{c});
+    if (needs_grad(2)) r[2] = empty(s, x->dtype, Shape{c});
+    View wv, gxv, gwv, gbv;
+    if (c > 0)
+      backend_of(*x).batch_norm_backward(view_of(*x), view_of(*gy), outer, c, inner,
+                                         view_of(*mean), view_of(*invstd), opt_view(weight, wv),
+                                         batch_stats, opt_view(r[0], gxv), opt_view(r[1], gwv),
+                                         opt_view(r[2], gbv));
+    return r;
+  }
+  void release_saved() override {
+    x.reset();
+    weight.reset();
+    mean.reset();
+    invstd.reset();
+  }
+};
+
+// layer_norm and group_norm share the kernel and the node.
+struct GroupNormNode : Node {
+  TensorPtr x, weight, mean, rstd;  // detached, contiguous
+  GroupNormGeom geom;
+  Shape param_shape;
+
+  std::vector<TensorPtr> backward(std::vector<TensorPtr> &grads) override {
+    if (released) fail(MIXP_ERR_STATE, "backward of ", name, ": saved tensors were already freed");
+    TensorPtr gy = dense_grad(grads[0], x->dtype);
+    Session *s = x->session.get();
+    std::vector<TensorPtr> r(3);
+    if (needs_grad(0)) r[0] = empty(s, x->dtype, shape_of(*x));
+    if (needs_grad(1)) r[1] = empty(s, x->dtype, param_shape);
+    if (needs_grad(2)) r[2] = empty(s, x->dtype, param_shape);
+    View wv, gxv, gwv, gbv;
+    if (x->numel() > 0)
+      backend_of(*x).group_norm_backward(geom, view_of(*x), view_of(*gy), view_of(*mean),
+                                         view_of(*rstd), opt_view(weight, wv),
+                                         opt_view(r[0], gxv), opt_view(r[1], gwv),
+                                         opt_view(r[2], gbv));
+    else
+      for (size_t i = 1; i < 3; ++i)
+        if (r[i]) backend_of(*x).fill(view_of(*r[i]), 0.0);
+    return r;
+  }
+  void release_saved() override {
+    x.reset();
+    weight.reset();
+    mean.reset();
+    rstd.reset();
+  }
+};
+
+TensorPtr dense(const TensorPtr &t) { return t ? contiguous(detach(*t)) : TensorPtr(); }
+
+// The shared forward of layer_norm and group_norm.
+TensorPtr group_norm_impl(const OpScope &scope, const TensorPtr &x, const TensorPtr &weight,
+                          const TensorPtr &bias, double eps, const GroupNormGeom &geom,
+                          const Shape &param_shape) {
+  Session *s = scope.session();
+  TensorPtr xc = dense(x), wc = dense(weight), bc = dense(bias);
+  TensorPtr y = empty(s, x->dtype, shape_of(*x));
+  const DType sd = stat_dtype(x->dtype);
+  TensorPtr mean = empty(s, sd, Shape{geom.n * geom.groups});
+  TensorPtr rstd = empty(s, sd, Shape{geom.n * geom.groups});
+  View wv, bv;
+  if (y->numel() > 0)
+    backend_of(*x).group_norm_forward(geom, view_of(*xc), opt_view(wc, wv), opt_view(bc, bv),
+                                      eps, view_of(*y), view_of(*mean), view_of(*rstd));
+  if (should_record(s, {x.get(), weight.get(), bias.get()})) {
+    auto node = std::make_shared<GroupNormNode>();
+    node->name = scope.name();
+    node->x = xc;
+    node->weight = wc;
+    node->mean = mean;
+    node->rstd = rstd;
+    node->geom = geom;
+    node->param_shape = param_shape;
+    record(node, {x.get(), weight.get(), bias.get()}, {y.get()});
+  }
+  return scope.finish(y);
+}
+
+}  // namespace
+
+TensorPtr batch_norm(const TensorPtr &x_in, const TensorPtr &weight_in, const TensorPtr &bias_in,
+                     const TensorPtr &running_mean, const TensorPtr &running_var, bool training,
+                     double momentum, double eps, mixp_layout layout) {
+  static const char *fn = "mixp_batch_norm";
+  Session *s = same_session(fn, {x_in.get(), weight_in.get(), bias_in.get(), running_mean.get(),
+                                 running_var.get()});
+  TensorPtr x = x_in, weight = weight_in, bias = bias_in;
+  OpScope scope("batch_norm", s, {&x, &weight, &bias});
+  require_float(fn, "x", *x);
+  if (layout != MIXP_NCHW && layout != MIXP_NHWC)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": layout = ", int(layout),
+         " is not a mixp_layout (0 NCHW, 1 NHWC)");
+  if (x->ndim < 2)
+    fail(MIXP_ERR_SHAPE, fn, ": x must have at least 2 dims ([N, C, ...]), got ", shape_str(*x));
+  check_eps(fn, eps);
+  if (!std::isfinite(momentum))
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": momentum = ", momentum, " is not finite");
+  const int cdim = layout == MIXP_NHWC ? x->ndim - 1 : 1;
+  const int64_t c = x->shape[cdim];
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < cdim; ++i) outer *= x->shape[i];
+  for (int i = cdim + 1; i < x->ndim; ++i) inner *= x->shape[i];
+  check_param(fn, "weight", weight, *x, Shape{c});
+  check_param(fn, "bias", bias, *x, Shape{c});
+  const TensorPtr *stats[2] = {&running_mean, &running_var};
+  const char *stat_names[2] = {"running_mean", "running_var"};
+  for (int i = 0; i < 2; ++i) {
+    const TensorPtr &r = *stats[i];
+    if (!r) {
+      if (!training)
+        fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ", stat_names[i], " is NULL; eval mode needs both running statistics");
+      continue;
+    }
+    require_float(fn, stat_names[i], *r);
+    if (shape_of(*r) != Shape{c})
+      fail(MIXP_ERR_SHAPE, fn, ": ", stat_names[i], " must be [", c, "] for x of shape ",
+           shape_str(*x), ", got ", shape_str(*r));
+    if (r->requires_grad)
+      fail(MIXP_ERR_STATE, fn, ": ", stat_names[i],
+           " requires grad; running statistics are buffers updated in place");
+  }
+  const int64_t m = outer * inner;
+  if (training && m <= 1)
+    fail(MIXP_ERR_SHAPE, fn, ": expected more than 1 value per channel when training, x is ",
+         shape_str(*x));
+
+  const DType sd = stat_dtype(x->dtype);
+  Backend &be = backend_of(*x);
+  TensorPtr xc = dense(x), wc = dense(weight), bc = dense(bias);
+  TensorPtr mean, invstd, var;
+  {
+    NoGradGuard ng(s);
+    if (training) {
+      mean = empty(s, sd, Shape{c});
+      var = empty(s, sd, Shape{c});
+      invstd = empty(s, sd, Shape{c});
+      if (c > 0)
+        be.batch_norm_stats(view_of(*xc), outer, c, inner, eps, view_of(*mean), view_of(*var),
+                            view_of(*invstd));
+    } else {
+      mean = contiguous(cast(detach(*running_mean), sd));
+      TensorPtr rv = cast(detach(*running_var), sd);
+      invstd = contiguous(unary(UnaryOp::RdivScalar, unary(UnaryOp::Sqrt, add_scalar(rv, eps)), 1.0));
+    }
+  }
+  TensorPtr y = empty(s, x->dtype, shape_of(*x));
+  View wv, bv;
+  if (y->numel() > 0)
+    be.batch_norm_forward(view_of(*xc), outer, c, inner, view_of(*mean), view_of(*invstd),
+                          opt_view(wc, wv), opt_view(bc, bv), view_of(*y));
+
+  if (should_record(s, {x.get(), weight.get(), bias.get()})) {
+    auto node = std::make_shared<BatchNormNode>();
+    node->name = "batch_norm";
+    node->x = xc;
+    node->weight = wc;
+    node->mean = mean;
+    node->invstd = invstd;
+    node->outer = outer;
+    node->c = c;
+    node->inner = inner;
+    node->batch_stats = training;
+    record(node, {x.get(), weight.get(), bias.get()}, {y.get()});
+  }
+
+  // The new running statistics are computed first and stored last, after
+  // the numerics check, so that a failing call leaves them untouched.
+  // PyTorch's rule: running = (1 - momentum) * running + momentum * batch,
+  // with the unbiased variance.
+  TensorPtr new_mean, new_var;
+  if (training && (running_mean || running_var)) {
+    NoGradGuard ng(s);
+    if (running_mean)
+      new_mean = add(mul_scalar(cast(detach(*running_mean), sd), 1.0 - momentum),
+                     mul_scalar(mean, momentum));
+    if (running_var)
+      new_var = add(mul_scalar(cast(detach(*running_var), sd), 1.0 - momentum),
+                    mul_scalar(var, momentum * double(m) / double(m - 1)));
+  }
+  TensorPtr out = scope.finish(y);
+  if (new_mean) copy_into(*running_mean, *new_mean);
+  if (new_var) copy_into(*running_var, *new_var);
+  return out;
+}
+
+TensorPtr layer_norm(const TensorPtr &x_in, int normalized_ndim, const TensorPtr &weight_in,
+                     const TensorPtr &bias_in, double eps) {
+  static const char *fn = "mixp_layer_norm";
+  Session *s = same_session(fn, {x_in.get(), weight_in.get(), bias_in.get()});
+  TensorPtr x = x_in, weight = weight_in, bias = bias_in;
+  OpScope scope("layer_norm", s, {&x, &weight, &bias});
+  require_float(fn, "x", *x);
+  if (normalized_ndim < 1 || normalized_ndim > x->ndim)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": normalized_ndim = ", normalized_ndim,
+         " must be in [1, ", x->ndim, "] for x of shape ", shape_str(*x));
+  check_eps(fn, eps);
+  const int lead = x->ndim - normalized_ndim;
+  Shape pshape(x->shape + lead, normalized_ndim);
+  check_param(fn, "weight", weight, *x, pshape);
+  check_param(fn, "bias", bias, *x, pshape);
+  GroupNormGeom g;
+  g.n = 1;
+  for (int i = 0; i < lead; ++i) g.n *= x->shape[i];
+  g.c = pshape.numel();
+  g.s = 1;
+  g.groups = 1;
+  return group_norm_impl(scope, x, weight, bias, eps, g, pshape);
+}
+
+TensorPtr group_norm(const TensorPtr &x_in, int64_t groups, const TensorPtr &weight_in,
+                     const TensorPtr &bias_in, double eps) {
+  static const char *fn = "mixp_group_norm";
+  Session *s = same_session(fn, {x_in.get(), weight_in.get(), bias_in.get()});
+  TensorPtr x = x_in, weight = weight_in, bias = bias_in;
+  OpScope scope("group_norm", s, {&x, &weight, &bias});
+  require_float(fn, "x", *x);
+  if (x->ndim < 2)
+    fail(MIXP_ERR_SHAPE, fn, ": x must have at least 2 dims ([N, C, ...]), got ", shape_str(*x));
+  check_eps(fn, eps);
+  const int64_t c = x->shape[1];
+  if (groups < 1 || c % groups != 0)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": groups = ", groups, " must be >= 1 and divide the ", c,
+         " channels of x (shape ", shape_str(*x), ")");
+  check_param(fn, "weight", weight, *x, Shape{c});
+  check_param(fn, "bias", bias, *x, Shape{c});
+  GroupNormGeom g;
+  g.n = x->shape[0];
+  g.c = c;
+  g.s = 1;
+  for (int i = 2; i < x->ndim; ++i) g.s *= x->shape[i];
+  g.groups = groups;
+  return group_norm_impl(scope, x, weight, bias, eps, g, Shape{c});
+}
+
+}  // namespace mixp

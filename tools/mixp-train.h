@@ -1,0 +1,88 @@
+/* Shared declarations of mixp-train's files: the command line (mixp-train.c),
+ * the models and the data (mixp-train-model.c). Public API only. */
+#ifndef MIXP_TRAIN_H
+#define MIXP_TRAIN_H
+
+#include <stdint.h>
+
+#include "mixp/mixp.h"
+
+#define MAX_HIDDEN 16
+#define MAX_CONFIG 1024
+
+typedef enum data_kind {
+  DATA_FASHION_MNIST,   /* falls back to DATA_SYNTHETIC when not installed */
+  DATA_SYNTHETIC,       /* synthetic 1x28x28 images, like Fashion-MNIST */
+  DATA_SYNTHETIC_IMAGES, /* synthetic-images:CxHxW */
+  DATA_TEXT             /* text:PATH, character level (gpt) */
+} data_kind;
+
+typedef struct args {
+  const char *model; /* mlp, cnn, resnet18, ..., gpt */
+  const char *model_config;
+  const char *data;
+  data_kind data_kind;
+  int64_t image_c, image_h, image_w; /* DATA_SYNTHETIC_IMAGES */
+  const char *text_path;             /* DATA_TEXT */
+  int64_t block_size;
+  const char *data_dir;
+  int checkpoint_activations;
+  int epochs;
+  int64_t batch;
+  double lr;
+  int lr_set;
+  int adamw;
+  double weight_decay;
+  int wd_set;
+  uint64_t seed;
+  const char *device;
+  int threads;
+  int64_t limit_train;
+  int64_t limit_test;
+  int64_t hidden[MAX_HIDDEN];
+  int n_hidden;
+} args;
+
+/* Prints the library's message for a failed call and exits 1. */
+void die_mixp(const char *what);
+#define CHECK(call)                         \
+  do {                                      \
+    if ((call) != MIXP_OK) die_mixp(#call); \
+  } while (0)
+
+/* ---- data ------------------------------------------------------------------ */
+
+/* Opens the train and held-out splits the flags ask for; returns the name of
+ * what was loaded (Fashion-MNIST falls back to synthetic data when missing). */
+const char *open_data(mixp_session *s, const args *a, mixp_dataset **train,
+                      mixp_dataset **test);
+
+/* ---- models ----------------------------------------------------------------- */
+
+typedef struct model {
+  int is_mlp; /* the hand-built MLP (the --hidden flag), not the zoo's */
+  int is_gpt; /* a language model: logits [B, T, V], targets [B, T] */
+  mixp_module *layers[MAX_HIDDEN]; /* MLP */
+  int n_layers;
+  int64_t in_features;
+  mixp_module *zoo; /* every other model */
+  char config[MAX_CONFIG]; /* the zoo configuration string, or a summary */
+} model;
+
+/* Builds the model for data samples of `sample_shape` with `classes`
+ * classes (the vocabulary size for text). Exits 2 for a bad --model-config
+ * that the flags alone can tell, 1 when the library refuses it. */
+void model_create(mixp_session *s, const args *a, const int64_t *sample_shape, int ndim,
+                  int64_t classes, model *m);
+void model_destroy(model *m);
+/* Parameters (new references) into `out` (capacity `cap`); returns the count. */
+int model_parameters(const model *m, mixp_tensor **out, int cap);
+/* Logits of a batch (owned). With `checkpoint`, activations are recomputed
+ * in backward instead of kept (one region per MLP layer, one around a zoo
+ * model's forward). */
+mixp_tensor *model_forward(const model *m, mixp_session *s, const mixp_tensor *x, int checkpoint);
+void model_set_training(const model *m, int training);
+/* Mean cross-entropy of logits against targets (token level for gpt). */
+mixp_tensor *model_loss(const model *m, const mixp_tensor *logits, const mixp_tensor *y);
+
+#endif /* MIXP_TRAIN_H */
