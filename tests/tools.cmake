@@ -43,6 +43,45 @@ if(EXISTS ${MIXP_FASHION_DIR}/train-images-idx3-ubyte.gz OR EXISTS ${MIXP_FASHIO
     FAIL_REGULAR_EXPRESSION "failed:")
 endif()
 
+# The zoo models through mixp-train, on tiny synthetic images and a text.
+# The CNN must learn the synthetic task in three short epochs.
+add_test(NAME mixp_train_cnn_smoke
+  COMMAND mixp-train --model cnn --data synthetic-images:1x16x16 --epochs 3 --limit-train 512
+          --limit-test 256 --batch 32 --lr 0.003 --model-config "width=8 hidden=32" --threads 2
+          --seed 1)
+set_tests_properties(mixp_train_cnn_smoke PROPERTIES
+  TIMEOUT 120
+  PASS_REGULAR_EXPRESSION "model: cnn in_channels=1 classes=10 image_size=16 width=8 hidden=32.*final: test_accuracy=0\\.[5-9][0-9]* epochs=3 time=[0-9.]+s samples_per_sec=[0-9]+ peak_mem_mb=[0-9.]+"
+  FAIL_REGULAR_EXPRESSION "failed:")
+
+# A character-level GPT on the README, with activation checkpointing: the
+# loss of the last steps must be well below that of the first step.
+add_test(NAME mixp_train_gpt_smoke
+  COMMAND sh -c "out=$(\"$0\" --model gpt --data text:\"$1\" --block-size 32 --epochs 2 --limit-train 1024 --limit-test 256 --batch 16 --lr 0.003 --model-config 'n_layer=1 n_head=2 n_embd=32' --threads 2 --checkpoint-activations) || exit 1; echo \"$out\"; echo \"$out\" | awk '/^final: val_loss=/ { for (i = 2; i <= NF; ++i) { split($i, kv, \"=\"); v[kv[1]] = kv[2] } found = 1 } END { if (!found) { print \"no final line\"; exit 1 } if (!(v[\"last_loss\"] < 0.8 * v[\"first_loss\"])) { print \"loss did not fall: \" v[\"first_loss\"] \" -> \" v[\"last_loss\"]; exit 1 } print \"loss fell: \" v[\"first_loss\"] \" -> \" v[\"last_loss\"] }'"
+          $<TARGET_FILE:mixp-train> ${PROJECT_SOURCE_DIR}/README.md)
+set_tests_properties(mixp_train_gpt_smoke PROPERTIES TIMEOUT 120 FAIL_REGULAR_EXPRESSION "failed:")
+
+# ResNet-18 and MobileNetV3-Small (narrow) train a few steps on 3x32x32.
+add_test(NAME mixp_train_resnet18_synthetic_smoke
+  COMMAND mixp-train --model resnet18 --data synthetic-images:3x32x32 --epochs 1 --limit-train 128
+          --limit-test 64 --batch 32 --model-config "width=8" --threads 2)
+set_tests_properties(mixp_train_resnet18_synthetic_smoke PROPERTIES
+  TIMEOUT 120
+  PASS_REGULAR_EXPRESSION "model: resnet18 in_channels=3 classes=10 width=8.*final: test_accuracy=[01]\\.[0-9]+ epochs=1 .*peak_mem_mb=[0-9.]+"
+  FAIL_REGULAR_EXPRESSION "failed:")
+add_test(NAME mixp_train_mobilenet_small_synthetic_smoke
+  COMMAND mixp-train --model mobilenet_v3_small --data synthetic-images:3x32x32 --epochs 1
+          --limit-train 64 --limit-test 64 --batch 32 --model-config "width_mult=0.25" --threads 2)
+set_tests_properties(mixp_train_mobilenet_small_synthetic_smoke PROPERTIES
+  TIMEOUT 120
+  PASS_REGULAR_EXPRESSION "model: mobilenet_v3_small in_channels=3 classes=10 width_mult=0.25.*final: test_accuracy=[01]\\.[0-9]+ epochs=1 .*peak_mem_mb=[0-9.]+"
+  FAIL_REGULAR_EXPRESSION "failed:")
+
+# Flags that cannot go together, or a malformed image size, exit with 2.
+add_test(NAME mixp_train_bad_model_data
+  COMMAND sh -c "for args in '--model gpt --data synthetic' '--model cnn --data text:/dev/null' '--data synthetic-images:3x0x8' '--model mlp --model-config width=8' '--model vgg'; do \"$0\" $args >/dev/null 2>&1; st=$?; if [ $st -ne 2 ]; then echo \"$args: exit $st, expected 2\"; exit 1; fi; done"
+          $<TARGET_FILE:mixp-train>)
+
 # The README's quick start compiles (tools/CMakeLists.txt) and trains.
 if(TARGET mixp-quickstart)
   add_test(NAME quickstart_example COMMAND mixp-quickstart)

@@ -189,11 +189,12 @@ static int run_torch(const char *script, int threads, int batch, int steps, resu
 static void usage(FILE *f) {
   fprintf(f,
           "usage: mixp-bench [--threads N] [--steps N] [--batch N] [--torch-script PATH] [--no-torch]\n"
+          "                  [--only o0|o1-bf16|o2-bf16|o2-f16]\n"
           "Measures mixp workloads beside their PyTorch references in the same run.\n");
 }
 
 int main(int argc, char **argv) {
-  int threads = 2, steps = 200, batch = 128, use_torch = 1;
+  int threads = 2, steps = 200, batch = 128, use_torch = 1, only = -1;
   const char *script = MIXP_BENCH_TORCH_SCRIPT;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
@@ -209,6 +210,15 @@ int main(int argc, char **argv) {
       steps = atoi(v), ++i;
     } else if (v && !strcmp(a, "--batch")) {
       batch = atoi(v), ++i;
+    } else if (v && !strcmp(a, "--only")) {
+      static const char *keys[] = {"o0", "o1-bf16", "o2-bf16", "o2-f16"};
+      for (int k = 0; k < 4; ++k)
+        if (!strcmp(v, keys[k])) only = k;
+      if (only < 0) {
+        fprintf(stderr, "mixp-bench: --only takes o0, o1-bf16, o2-bf16 or o2-f16, not '%s'\n", v);
+        return 2;
+      }
+      ++i;
     } else if (v && !strcmp(a, "--torch-script")) {
       script = v, ++i;
     } else {
@@ -223,6 +233,12 @@ int main(int argc, char **argv) {
   }
   printf("mixp-bench: %s\nthreads=%d batch=%d steps=%d\n\n", mixp_build_info(), threads, batch, steps);
 
+  if (only >= 0) {
+    /* One configuration only, for profilers: no table, no reference. */
+    const double med = bench_mlp(threads, batch, steps, (mode)only);
+    printf("mlp-step mode %d: %.0f samples/s, %.1f us/step\n", only, batch / med, med * 1e6);
+    return 0;
+  }
   printf("%-34s %12s %12s\n", "gemm 1024^3", "GFLOP/s", "");
   printf("%-34s %12.1f\n", "mixp f32", bench_gemm(threads, MIXP_F32, 20));
   printf("%-34s %12.1f\n\n", "mixp bf16", bench_gemm(threads, MIXP_BF16, 20));

@@ -51,6 +51,7 @@ static void usage(FILE *f) {
           "  --data-dir DIR          Fashion-MNIST directory (default /usr/share/datasets/fashion-mnist)\n"
           "  --block-size N          tokens per text sample (default 64)\n"
           "  --checkpoint-activations  recompute activations in backward instead of keeping them\n"
+          "                          (MLP: one region per layer; zoo models: one around the forward)\n"
           "  --epochs N              training epochs (default 10)\n"
           "  --batch N               mini-batch size (default 128)\n"
           "  --optimizer NAME        adamw (default) or sgd (momentum 0.9)\n"

@@ -581,8 +581,9 @@ MIXP_API mixp_status mixp_tensor_detach(const mixp_tensor *tensor, mixp_tensor *
  *                  dtype); NULL means 1 and requires a one-element @p loss.
  * @return MIXP_OK; MIXP_ERR_STATE if @p loss does not require grad or the
  *         graph was already freed by an earlier backward (nothing is
- *         accumulated then); MIXP_ERR_SHAPE for a wrong seed shape or a
- *         non-scalar loss without a seed.
+ *         accumulated then), or inside a checkpoint region;
+ *         MIXP_ERR_SHAPE for a wrong seed shape or a non-scalar loss without
+ *         a seed.
  */
 MIXP_API mixp_status mixp_backward(mixp_tensor *loss, const mixp_tensor *seed_grad);
 
@@ -622,9 +623,13 @@ MIXP_API mixp_status mixp_backward(mixp_tensor *loss, const mixp_tensor *seed_gr
  *  - Every value made inside the region and used after it must be passed to
  *    mixp_checkpoint_end() as an output; other values carry no gradient
  *    history, like values computed in a no-grad region.
- *  - Regions do not nest; mixp_backward() and in-place updates
- *    (mixp_tensor_copy_(), optimizer steps, loss scaling) cannot run inside
- *    one. Any operation and mixp_module_forward() can.
+ *  - Regions do not nest. Any operation and mixp_module_forward() can run
+ *    inside one; mixp_backward() and mixp_optimizer_step() are refused
+ *    there (MIXP_ERR_STATE). mixp_tensor_copy_() into a tensor the region
+ *    reads (before or after the copy), and calls that cannot be replayed
+ *    (loss scaling, O2 decorate), make mixp_checkpoint_end() fail with
+ *    MIXP_ERR_UNSUPPORTED; a copy into a tensor the region never reads (a
+ *    layer's batch counter) is done once, in forward.
  *  - Batch normalisation inside a region updates its running statistics
  *    once, in forward; the replay does not repeat the update.
  *  - The outputs can be back-propagated once, like any graph.
@@ -1336,7 +1341,8 @@ MIXP_API void mixp_optimizer_destroy(mixp_optimizer *optimizer);
  * per-parameter step counts stay bit-identical, without a host sync); the
  * step still counts (mixp_optimizer_step_count() and the LR schedule
  * advance, as PyTorch's scheduler does), and the flag is cleared.
- * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL; MIXP_ERR_STATE inside
+ *         a checkpoint region (mixp_checkpoint_begin()).
  */
 MIXP_API mixp_status mixp_optimizer_step(mixp_optimizer *optimizer);
 

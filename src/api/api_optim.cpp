@@ -39,7 +39,14 @@ void mixp_optimizer_destroy(mixp_optimizer *optimizer) {
 
 mixp_status mixp_optimizer_step(mixp_optimizer *optimizer) {
   static const char *fn = "mixp_optimizer_step";
-  return guard(fn, [&] { check_optimizer(optimizer, fn)->step(fn); });
+  return guard(fn, [&] {
+    Optimizer *o = check_optimizer(optimizer, fn);
+    // An update inside a checkpoint region would change what its replay reads.
+    if (o->session->checkpoint)
+      fail(MIXP_ERR_STATE, fn, ": a checkpoint region is open on the optimizer's session; call "
+           "mixp_checkpoint_end first");
+    o->step(fn);
+  });
 }
 
 mixp_status mixp_optimizer_zero_grad(mixp_optimizer *optimizer) {

@@ -240,6 +240,7 @@ mixp_status mixp_tensor_copy_(mixp_tensor *dst, const mixp_tensor *src) {
     Tensor *s = check_tensor(src, fn, "src");
     same_session(fn, {d, s});
     OpScope scope("copy_", d->session.get());
+    scope.writes(*d);
     if (d->requires_grad && d->session->grad_enabled())
       fail(MIXP_ERR_STATE, fn, ": dst requires grad; an in-place copy would bypass autograd "
            "(wrap it in mixp_no_grad_begin/end, as optimizers do)");

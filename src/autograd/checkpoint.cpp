@@ -38,6 +38,7 @@ struct CheckpointRegion {
   std::vector<TensorPtr> inputs;  // kept alive until the replay
   std::unordered_map<const Tensor *, int> input_index;
   std::vector<unsigned char> slot_needs_grad;
+  std::vector<std::shared_ptr<Storage>> written;  // by in-place writes (kept: no address reuse)
   std::string unsupported;  // the first op that cannot be replayed, and why
 
   // Filled by plan() at mixp_checkpoint_end.
@@ -220,6 +221,9 @@ size_t checkpoint_tape(Session *s, const char *op, const std::vector<const Tenso
       } else {
         auto [it, fresh] = r.input_index.try_emplace(t, int(r.inputs.size()));
         if (fresh) r.inputs.push_back(TensorPtr::share(const_cast<Tensor *>(t)));
+        for (const auto &w : r.written)
+          if (w == t->storage && r.unsupported.empty())
+            r.unsupported = str("op '", op, "' reads a tensor modified in place earlier in the region");
         src.input = it->second;
         e.needs_grad = e.needs_grad || t->requires_grad;
       }
@@ -243,6 +247,15 @@ void checkpoint_mark_output(Session *s, size_t entry, Tensor &out, int index) {
 void checkpoint_drop_entry(Session *s, size_t entry) {
   CheckpointRegion &r = open_region(s);
   if (entry + 1 == r.entries.size()) r.entries.pop_back();
+}
+
+void checkpoint_write(Session *s, const Tensor &dst, const char *op) {
+  CheckpointRegion &r = open_region(s);
+  bool read = r.slot_of(dst) >= 0;
+  for (const TensorPtr &t : r.inputs) read = read || t->storage == dst.storage;
+  if (read && r.unsupported.empty())
+    r.unsupported = str("op '", op, "' modifies in place a tensor the region reads");
+  r.written.push_back(dst.storage);
 }
 
 void checkpoint_untaped(Session *s, const char *op, const char *why) {

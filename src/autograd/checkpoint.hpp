@@ -52,6 +52,10 @@ size_t checkpoint_tape(Session *s, const char *op, const std::vector<const Tenso
 void checkpoint_mark_output(Session *s, size_t entry, Tensor &out, int index);
 // Removes the last entry (its op failed after taping).
 void checkpoint_drop_entry(Session *s, size_t entry);
+// Notes an in-place write of `dst` by op `op` (not replayed: it happened
+// once, in forward). Refuses the region when the region reads dst's storage,
+// before or after the write.
+void checkpoint_write(Session *s, const Tensor &dst, const char *op);
 // Notes an outermost op that cannot be replayed: mixp_checkpoint_end fails.
 void checkpoint_untaped(Session *s, const char *op, const char *why);
 

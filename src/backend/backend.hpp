@@ -59,6 +59,9 @@ struct GemmArgs {
   void *c = nullptr;
   int64_t c_batch = 0, c_rs = 0;
   float alpha = 1.0f, beta = 0.0f;
+  // Optional bias added to every row of C after the product: n contiguous
+  // elements of `dtype` (fused into the GEMM where the library can).
+  const void *bias = nullptr;
 };
 
 // The loss-scale update of a GradScaler step, in device memory. Counters

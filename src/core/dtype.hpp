@@ -32,9 +32,10 @@ inline float bf16_bits_to_f32(uint16_t h) noexcept {
 inline uint16_t f32_to_bf16_bits(float f) noexcept {
   uint32_t u;
   std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);  // quiet NaN, keep sign/payload top
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return uint16_t(u >> 16);
+  // Both results are computed and one is selected, so loops vectorise.
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t quiet_nan = (u >> 16) | 0x40u;  // keeps sign and top payload bits
+  return uint16_t((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
 }
 uint16_t f64_to_bf16_bits(double d) noexcept;
 

@@ -36,6 +36,8 @@ TensorPtr embedding(const TensorPtr &weight_in, const TensorPtr &indices, int64_
   Session *s = same_session(fn, {weight_in.get(), indices.get()});
   TensorPtr weight = weight_in;
   OpScope scope("embedding", s, {&weight});
+  scope.tape({weight.get(), indices.get()},
+             [=](const Replay &r) { return embedding(r[0], r[1], padding_idx); });
   require_float(fn, "weight", *weight);
   if (weight->ndim != 2)
     fail(MIXP_ERR_SHAPE, fn, ": weight must be 2-D [V, D], got ", shape_str(*weight));

@@ -35,7 +35,7 @@ void matrix_strides(const Tensor &t, int64_t *rs, int64_t *cs) {
 
 // out[..., M, N] = a[..., M, K] x b[..., K, N] (+ beta * out). The batch dims
 // of a and b are either equal to out's or absent (broadcast).
-void gemm_into(const Tensor &a, const Tensor &b, Tensor &out, float beta) {
+void gemm_into(const Tensor &a, const Tensor &b, Tensor &out, float beta, const Tensor *bias = nullptr) {
   GemmArgs g;
   g.dtype = out.dtype;
   const int on = out.ndim;
@@ -56,6 +56,7 @@ void gemm_into(const Tensor &a, const Tensor &b, Tensor &out, float beta) {
   g.c_rs = out.strides[on - 2];
   g.c_batch = on > 2 ? out.strides[on - 3] : 0;
   g.beta = beta;
+  g.bias = bias ? bias->data() : nullptr;
   backend_of(out).gemm(g);
 }
 
@@ -220,20 +221,16 @@ TensorPtr linear(const TensorPtr &x_in, const TensorPtr &w_in, const TensorPtr &
   TensorPtr xa = addressable(x), wa = addressable(w);
   TensorPtr out = empty(s, x->dtype, Shape{x->shape[0], outf});
   if (out->numel() > 0) {
-    float beta = 0.0f;
-    if (bias) {
-      // Seed the output with the bias rows and let the GEMM accumulate onto
-      // them: the bias add costs no separate pass over the output.
-      backend_of(*out).copy(broadcast_view(*bias, shape_of(*out)), view_of(*out));
-      beta = 1.0f;
-    }
+    // The bias is added inside the GEMM (oneDNN's bias argument): no separate
+    // pass over the output.
+    TensorPtr bc = bias ? contiguous(detach(*bias)) : TensorPtr();
     TensorPtr wt;
     {
       // The transposed view is internal plumbing, never part of the graph.
       NoGradGuard ng(s);
       wt = transpose(wa, 0, 1);
     }
-    gemm_into(*xa, *wt, *out, beta);
+    gemm_into(*xa, *wt, *out, 0.0f, bc.get());
   }
   if (should_record(s, {x.get(), w.get(), bias.get()})) {
     auto node = std::make_shared<LinearNode>();

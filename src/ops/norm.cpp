@@ -144,6 +144,10 @@ TensorPtr batch_norm(const TensorPtr &x_in, const TensorPtr &weight_in, const Te
                                  running_var.get()});
   TensorPtr x = x_in, weight = weight_in, bias = bias_in;
   OpScope scope("batch_norm", s, {&x, &weight, &bias});
+  scope.tape({x.get(), weight.get(), bias.get(), running_mean.get(), running_var.get()},
+             [=](const Replay &r) {
+               return batch_norm(r[0], r[1], r[2], r[3], r[4], training, momentum, eps, layout);
+             });
   require_float(fn, "x", *x);
   if (layout != MIXP_NCHW && layout != MIXP_NHWC)
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": layout = ", int(layout),
@@ -226,7 +230,9 @@ TensorPtr batch_norm(const TensorPtr &x_in, const TensorPtr &weight_in, const Te
   // PyTorch's rule: running = (1 - momentum) * running + momentum * batch,
   // with the unbiased variance.
   TensorPtr new_mean, new_var;
-  if (training && (running_mean || running_var)) {
+  // A checkpoint replay recomputes the output only: the statistics were
+  // updated once, by the forward pass.
+  if (training && (running_mean || running_var) && !s->checkpoint_replaying) {
     NoGradGuard ng(s);
     if (running_mean)
       new_mean = add(mul_scalar(cast(detach(*running_mean), sd), 1.0 - momentum),
@@ -247,6 +253,8 @@ TensorPtr layer_norm(const TensorPtr &x_in, int normalized_ndim, const TensorPtr
   Session *s = same_session(fn, {x_in.get(), weight_in.get(), bias_in.get()});
   TensorPtr x = x_in, weight = weight_in, bias = bias_in;
   OpScope scope("layer_norm", s, {&x, &weight, &bias});
+  scope.tape({x.get(), weight.get(), bias.get()},
+             [=](const Replay &r) { return layer_norm(r[0], normalized_ndim, r[1], r[2], eps); });
   require_float(fn, "x", *x);
   if (normalized_ndim < 1 || normalized_ndim > x->ndim)
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": normalized_ndim = ", normalized_ndim,
@@ -271,6 +279,8 @@ TensorPtr group_norm(const TensorPtr &x_in, int64_t groups, const TensorPtr &wei
   Session *s = same_session(fn, {x_in.get(), weight_in.get(), bias_in.get()});
   TensorPtr x = x_in, weight = weight_in, bias = bias_in;
   OpScope scope("group_norm", s, {&x, &weight, &bias});
+  scope.tape({x.get(), weight.get(), bias.get()},
+             [=](const Replay &r) { return group_norm(r[0], groups, r[1], r[2], eps); });
   require_float(fn, "x", *x);
   if (x->ndim < 2)
     fail(MIXP_ERR_SHAPE, fn, ": x must have at least 2 dims ([N, C, ...]), got ", shape_str(*x));

@@ -31,6 +31,12 @@ void OpScope::tape_impl(std::vector<const Tensor *> inputs, ReplayFn fn) {
   tape_inputs_ = std::move(inputs);
 }
 
+void OpScope::writes(const Tensor &dst) {
+  if (!recording_) return;
+  checkpoint_write(s_, dst, name_);
+  wrote_ = true;
+}
+
 void OpScope::mark(const Tensor &out, int index) const {
   if (entry_ == ~size_t(0)) return;
   ++marked_;
@@ -49,9 +55,9 @@ void OpScope::settle() noexcept {
   try {
     if (std::uncaught_exceptions() > uncaught_) {
       if (entry_ != ~size_t(0)) checkpoint_drop_entry(s_, entry_);
-    } else if (entry_ == ~size_t(0)) {
+    } else if (entry_ == ~size_t(0) && !wrote_) {
       checkpoint_untaped(s_, name_, "cannot be replayed (it records no checkpoint tape entry)");
-    } else if (marked_ == 0) {
+    } else if (entry_ != ~size_t(0) && marked_ == 0) {
       checkpoint_untaped(s_, name_, "did not mark its outputs for the checkpoint tape");
     }
   } catch (...) {

@@ -62,6 +62,10 @@ class OpScope {
   // mixp_checkpoint_end fail with MIXP_ERR_UNSUPPORTED naming the op. Ops
   // with side effects (batch_norm's running statistics) skip them while
   // session()->checkpoint_replaying is set, so a replay does not repeat them.
+  // In-place updates (mixp_tensor_copy_) call writes(dst) instead of tape():
+  // they are not replayed, which is right as long as the region never reads
+  // dst (a layer's counter); otherwise the region is refused.
+  void writes(const Tensor &dst);
   template <class F>
   void tape(std::initializer_list<const Tensor *> inputs, F &&replay) {
     if (recording_) tape_impl(std::vector<const Tensor *>(inputs), wrap(std::forward<F>(replay)));
@@ -95,6 +99,7 @@ class OpScope {
   int uncaught_ = 0;
   uint64_t rng_start_ = 0;
   size_t entry_ = ~size_t(0);
+  bool wrote_ = false;
   mutable int marked_ = 0;
   std::vector<const Tensor *> tape_inputs_;
 };

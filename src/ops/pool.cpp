@@ -74,6 +74,7 @@ TensorPtr window_pool(PoolKind kind, const char *op, const char *fn, const Tenso
                       const mixp_pool2d_options &o) {
   TensorPtr x = x_in;
   OpScope scope(op, x->session.get(), {&x});
+  scope.tape({x.get()}, [=](const Replay &r) { return window_pool(kind, op, fn, r[0], o); });
   check_layout(fn, "options->layout", int(o.layout));
   Pool2dGeom g;
   g.kind = kind;
@@ -121,6 +122,7 @@ TensorPtr adaptive_avg_pool2d(const TensorPtr &x_in, int64_t out_h, int64_t out_
   const char *fn = "mixp_adaptive_avg_pool2d";
   TensorPtr x = x_in;
   OpScope scope("adaptive_avg_pool2d", x->session.get(), {&x});
+  scope.tape({x.get()}, [=](const Replay &r) { return adaptive_avg_pool2d(r[0], out_h, out_w, layout); });
   check_layout(fn, "layout", int(layout));
   Pool2dGeom g;
   g.kind = PoolKind::AdaptiveAvg;

@@ -26,6 +26,7 @@ struct PadNode : Node {
 std::vector<TensorPtr> split(const TensorPtr &x, const std::vector<int64_t> &sizes, int dim) {
   static const char *fn = "mixp_split";
   OpScope scope("split", x->session.get());
+  scope.tape({x.get()}, [=](const Replay &r) { return split(r[0], sizes, dim); });
   if (x->ndim == 0) fail(MIXP_ERR_SHAPE, fn, ": x is a scalar (0-d); there is no dim to split");
   const int d = wrap_dim(dim, x->ndim, fn, "dim");
   if (sizes.empty()) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": n must be >= 1, got 0");
@@ -42,7 +43,7 @@ std::vector<TensorPtr> split(const TensorPtr &x, const std::vector<int64_t> &siz
   outs.reserve(sizes.size());
   int64_t start = 0;
   for (int64_t sz : sizes) {
-    outs.push_back(slice(x, d, start, start + sz, 1));
+    outs.push_back(scope.produced(slice(x, d, start, start + sz, 1), int(outs.size())));
     start += sz;
   }
   return outs;
@@ -51,12 +52,13 @@ std::vector<TensorPtr> split(const TensorPtr &x, const std::vector<int64_t> &siz
 TensorPtr flatten(const TensorPtr &x, int start_dim, int end_dim) {
   static const char *fn = "mixp_flatten";
   OpScope scope("flatten", x->session.get());
+  scope.tape({x.get()}, [=](const Replay &r) { return flatten(r[0], start_dim, end_dim); });
   if (x->ndim == 0) {
     // As PyTorch: a scalar flattens to [1]; only dims 0 and -1 name it.
     for (int dd : {start_dim, end_dim})
       if (dd != 0 && dd != -1)
         fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": dim ", dd, " is out of range for a 0-d x");
-    return reshape(x, Shape{1});
+    return scope.produced(reshape(x, Shape{1}));
   }
   const int s = wrap_dim(start_dim, x->ndim, fn, "start_dim");
   const int e = wrap_dim(end_dim, x->ndim, fn, "end_dim");
@@ -69,13 +71,14 @@ TensorPtr flatten(const TensorPtr &x, int start_dim, int end_dim) {
   for (int i = s; i <= e; ++i) merged *= x->shape[i];
   shape.d[shape.ndim++] = merged;
   for (int i = e + 1; i < x->ndim; ++i) shape.d[shape.ndim++] = x->shape[i];
-  return reshape(x, shape);
+  return scope.produced(reshape(x, shape));
 }
 
 TensorPtr pad(const TensorPtr &x_in, const std::vector<int64_t> &pads, double value) {
   static const char *fn = "mixp_pad";
   TensorPtr x = x_in;
   OpScope scope("pad", x->session.get(), {&x});
+  scope.tape({x.get()}, [=](const Replay &r) { return pad(r[0], pads, value); });
   Session *s = scope.session();
   require_float(fn, "x", *x);
   const int np = int(pads.size());

@@ -144,7 +144,9 @@ void mixp_optimizer::step(const char *fn) {
       if (shape_of(*g) != shape_of(p))
         fail(MIXP_ERR_INTERNAL, fn, ": a parameter of shape ", shape_str(p),
              " holds a gradient of shape ", shape_str(*g));
-      const DType gd = slot.master ? MIXP_F32 : p.dtype;
+      // With a master, half grads are read as they are (the kernel widens
+      // them); F32 grads (master_grad) too. Anything else is cast.
+      const DType gd = (slot.master && g->dtype == MIXP_F32) ? MIXP_F32 : p.dtype;
       if (g->dtype != gd) g = cast(g, gd);
       g = contiguous(g);
       Work w{&slot, g, p.is_contiguous() ? slot.param : clone(slot.param), slot.buf1, slot.buf2,
@@ -169,6 +171,7 @@ void mixp_optimizer::step(const char *fn) {
     pa.param = t.data();
     pa.master = w.slot->master ? w.slot->master->data() : nullptr;
     pa.grad = w.grad->data();
+    pa.grad_f32 = w.grad->dtype == MIXP_F32;
     pa.step = w.step->data_as<double>();
     void *buf1 = w.buf1 ? w.buf1->data() : nullptr;
     if (sgd) {

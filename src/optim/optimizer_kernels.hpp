@@ -32,7 +32,10 @@ struct ParamArgs {
   int64_t n = 0;
   void *param = nullptr;
   void *master = nullptr;      // F32 or null
-  const void *grad = nullptr;  // F32 when master is set, else `dtype`
+  // The gradient: `dtype`, or (only with a master) F32 when grad_f32 is set
+  // (decorate's master_grad). Half grads are widened inside the kernel.
+  const void *grad = nullptr;
+  bool grad_f32 = false;
   // Updates applied to this parameter so far (PyTorch's state['step']), an
   // F64 scalar in device memory: the kernel reads it (SGD's first step
   // initialises the momentum buffer, Adam's bias corrections) and increments

@@ -263,6 +263,92 @@ static void test_deep_stack_bitwise_and_memory(void **state) {
   mixp_session_destroy(s);
 }
 
+/* ---- zoo models: every op of a CNN (conv, batch norm, pooling, dropout)
+ * and of a GPT (embedding, layer norm, attention with dropout) replays ------ */
+
+/* One training forward/backward of `m` on (x, y), the whole forward in a
+ * region when `ckpt`; returns the parameter gradients and buffer values. */
+static int zoo_step(mixp_session *s, mixp_module *m, mixp_tensor *x, mixp_tensor *y, int ckpt,
+                    int lm, void **out, size_t *sizes) {
+  MT_OK(mixp_session_set_seed(s, 11));
+  if (ckpt) MT_OK(mixp_checkpoint_begin(s));
+  mixp_tensor *logits = fwd(m, x), *loss = NULL;
+  if (ckpt) MT_OK(mixp_checkpoint_end(s, &logits, 1));
+  if (lm) {
+    const int64_t fl[2] = {-1, mixp_tensor_dim(logits, -1)}, fy[1] = {-1};
+    mixp_tensor *l2 = NULL, *y2 = NULL;
+    MT_OK(mixp_reshape(logits, fl, 2, &l2));
+    MT_OK(mixp_reshape(y, fy, 1, &y2));
+    MT_OK(mixp_cross_entropy(l2, y2, MIXP_REDUCTION_MEAN, -100, &loss));
+    mixp_tensor_release(l2);
+    mixp_tensor_release(y2);
+  } else {
+    MT_OK(mixp_cross_entropy(logits, y, MIXP_REDUCTION_MEAN, -100, &loss));
+  }
+  MT_OK(mixp_backward(loss, NULL));
+  mixp_tensor_release(logits);
+  mixp_tensor_release(loss);
+  const int np = mixp_module_num_parameters(m), nb = mixp_module_num_buffers(m);
+  assert_true(np > 0 && np + nb <= 256);
+  for (int i = 0; i < np; ++i) {
+    mixp_tensor *p = NULL;
+    MT_OK(mixp_module_parameter(m, i, &p));
+    take_grads(&p, 1, &out[i], &sizes[i]);
+    mixp_tensor_release(p);
+  }
+  for (int i = 0; i < nb; ++i) {
+    mixp_tensor *b = NULL;
+    MT_OK(mixp_module_buffer(m, i, &b));
+    out[np + i] = bytes_of(b, &sizes[np + i]);
+    mixp_tensor_release(b);
+  }
+  return np + nb;
+}
+
+static void check_zoo_model(mixp_session *s, const char *config, mixp_tensor *x, mixp_tensor *y, int lm) {
+  /* Two identical models (same seed), so that batch-norm statistics start
+   * equal and must end equal: the replay does not update them again. */
+  mixp_module *a = NULL, *b = NULL;
+  MT_OK(mixp_session_set_seed(s, 3));
+  MT_OK(mixp_model_create(s, config, &a));
+  MT_OK(mixp_session_set_seed(s, 3));
+  MT_OK(mixp_model_create(s, config, &b));
+  static void *plain[256], *ck[256];
+  static size_t sp[256], sc[256];
+  const int n = zoo_step(s, a, x, y, 0, lm, plain, sp);
+  assert_int_equal(zoo_step(s, b, x, y, 1, lm, ck, sc), n);
+  assert_same_grads(plain, ck, sp, sc, n);
+  mixp_module_destroy(a);
+  mixp_module_destroy(b);
+}
+
+static void test_zoo_models_bitwise(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  const int64_t xs[4] = {4, 1, 12, 12}, ys[1] = {4};
+  mixp_tensor *x = randn(s, xs, 4);
+  int64_t labels[4] = {0, 3, 1, 2};
+  mixp_tensor *y = NULL;
+  MT_OK(mixp_tensor_from_host(s, labels, sizeof labels, MIXP_I64, ys, 1, &y));
+  check_zoo_model(s, "cnn in_channels=1 classes=4 width=4 blocks=2 image_size=12 hidden=16 dropout=0.25",
+                  x, y, 0);
+  mixp_tensor_release(x);
+  mixp_tensor_release(y);
+
+  int64_t tok[2 * 8], next[2 * 8];
+  for (int i = 0; i < 16; ++i) {
+    tok[i] = (i * 7) % 11;
+    next[i] = (i * 7 + 7) % 11;
+  }
+  const int64_t ts[2] = {2, 8};
+  MT_OK(mixp_tensor_from_host(s, tok, sizeof tok, MIXP_I64, ts, 2, &x));
+  MT_OK(mixp_tensor_from_host(s, next, sizeof next, MIXP_I64, ts, 2, &y));
+  check_zoo_model(s, "gpt n_layer=2 n_head=2 n_embd=16 vocab=11 block_size=8 dropout=0.1", x, y, 1);
+  mixp_tensor_release(x);
+  mixp_tensor_release(y);
+  mixp_session_destroy(s);
+}
+
 /* ---- several outputs, views, pass-through and unused values ------------------ */
 
 /* a, b = relu(h[:, :8]), tanh(reshape(h, ...)[:, 8:]) with h = x W^T; the
@@ -365,6 +451,12 @@ static void test_misuse(void **state) {
   MT_FAILS(mixp_checkpoint_end(s, bad, 2), MIXP_ERR_INVALID_ARGUMENT, "outputs[1] is NULL");
   MT_FAILS(mixp_checkpoint_end(s, &o, 1), MIXP_ERR_DEVICE, "outputs[0] belongs to another session");
   MT_FAILS(mixp_backward(y, NULL), MIXP_ERR_STATE, "checkpoint region is open");
+  mixp_optimizer_options oo;
+  mixp_optimizer_options_init(&oo, MIXP_OPTIM_SGD);
+  mixp_optimizer *opt = NULL;
+  MT_OK(mixp_optimizer_create(s, &x, 1, &oo, &opt));
+  MT_FAILS(mixp_optimizer_step(opt), MIXP_ERR_STATE, "checkpoint region is open");
+  mixp_optimizer_destroy(opt);
   /* a no-grad region left open inside the checkpoint region */
   MT_OK(mixp_no_grad_begin(s));
   MT_FAILS(mixp_checkpoint_end(s, &y, 1), MIXP_ERR_STATE, "no-grad");
@@ -383,18 +475,42 @@ static void test_misuse(void **state) {
   mixp_tensor_release(y);
   mixp_tensor_release(z);
 
-  /* an in-place update cannot be replayed: the region is refused (and closed) */
-  mixp_tensor *buf = randn(s, xs, 2);
+  /* An in-place update of a tensor the region reads would make the replay
+   * see other values: the region is refused (and closed), whether the write
+   * comes after the read or before it. */
+  mixp_tensor *buf = randn(s, xs, 2), *c = randn(s, xs, 2), *counter = randn(s, xs, 2);
   MT_OK(mixp_checkpoint_begin(s));
-  MT_OK(mixp_relu(x, &y));
-  MT_OK(mixp_tensor_copy_(buf, y));
-  MT_FAILS(mixp_checkpoint_end(s, &y, 1), MIXP_ERR_UNSUPPORTED, "copy_");
+  MT_OK(mixp_relu(c, &y));
+  MT_OK(mixp_tensor_copy_(c, buf));
+  MT_FAILS(mixp_checkpoint_end(s, &y, 1), MIXP_ERR_UNSUPPORTED, "op 'copy_' modifies in place a tensor the region reads");
   assert_int_equal(mixp_tensor_requires_grad(y), 0);
   assert_int_equal(mixp_grad_enabled(s), 1);
-  MT_OK(mixp_checkpoint_begin(s));
-  MT_OK(mixp_checkpoint_end(s, NULL, 0));
   mixp_tensor_release(y);
+  MT_OK(mixp_checkpoint_begin(s));
+  MT_OK(mixp_tensor_copy_(buf, c));
+  MT_OK(mixp_mul(x, buf, &y));
+  MT_FAILS(mixp_checkpoint_end(s, &y, 1), MIXP_ERR_UNSUPPORTED, "op 'mul' reads a tensor modified in place");
+  mixp_tensor_release(y);
+  /* A write the region never reads (a layer's batch counter) is fine: it
+   * happens once, in forward. */
+  void *g[2];
+  size_t sz[2];
+  MT_OK(mixp_tensor_zero_grad(x));
+  for (int ckpt = 0; ckpt < 2; ++ckpt) {
+    if (ckpt) MT_OK(mixp_checkpoint_begin(s));
+    MT_OK(mixp_mul(x, buf, &y));
+    MT_OK(mixp_tensor_copy_(counter, c));
+    MT_OK(mixp_sum(y, NULL, 0, 0, &z));
+    if (ckpt) MT_OK(mixp_checkpoint_end(s, &z, 1));
+    MT_OK(mixp_backward(z, NULL));
+    take_grads(&x, 1, &g[ckpt], &sz[ckpt]);
+    mixp_tensor_release(y);
+    mixp_tensor_release(z);
+  }
+  assert_same_grads(&g[0], &g[1], &sz[0], &sz[1], 1);
   mixp_tensor_release(buf);
+  mixp_tensor_release(c);
+  mixp_tensor_release(counter);
 
   /* a region still open when the session is destroyed is dropped with it */
   MT_OK(mixp_checkpoint_begin(s));
@@ -410,6 +526,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mlp_dropout_bitwise),
       cmocka_unit_test(test_deep_stack_bitwise_and_memory),
+      cmocka_unit_test(test_zoo_models_bitwise),
       cmocka_unit_test(test_multiple_outputs),
       cmocka_unit_test(test_region_without_grad),
       cmocka_unit_test(test_misuse),

@@ -7,6 +7,7 @@
 #include <dnnl.hpp>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/cpu/block_cache.hpp"
@@ -23,7 +24,7 @@ struct CpuBackend::Dnnl {
   using Key = std::array<int64_t, 16>;
   struct Entry {
     dnnl::matmul prim;
-    dnnl::memory::desc a, b, c;
+    dnnl::memory::desc a, b, c, bias;
   };
   std::map<Key, Entry> cache;
   bool bf16_unavailable = false;  // learnt once: this CPU has no bf16 matmul
@@ -53,8 +54,9 @@ void gemm_f64(const GemmArgs &g) {
       const double *brow = b + l * g.b_rs;
       for (int64_t j = 0; j < g.n; ++j) acc[size_t(j)] += av * brow[j * g.b_cs];
     }
+    const double *bias = static_cast<const double *>(g.bias);
     for (int64_t j = 0; j < g.n; ++j)
-      c[j] = g.alpha * acc[size_t(j)] + (g.beta != 0.0f ? double(g.beta) * c[j] : 0.0);
+      c[j] = g.alpha * acc[size_t(j)] + (g.beta != 0.0f ? double(g.beta) * c[j] : 0.0) + (bias ? bias[j] : 0.0);
   }
 }
 
@@ -80,7 +82,10 @@ void gemm_widened(CpuBackend &be, const GemmArgs &g) {
   widen<H>(g.b, g.b_batch ? g.batch : 1, g.k, g.n, g.b_batch, g.b_rs, g.b_cs, b32);
   if (g.beta != 0.0f) widen<H>(g.c, g.batch, g.m, g.n, g.c_batch, g.c_rs, 1, c32);
   else c32.resize(size_t(g.batch * g.m * g.n));
+  std::vector<float> bias32;
+  if (g.bias) widen<H>(g.bias, 1, 1, g.n, 0, 0, 1, bias32);
   GemmArgs w = g;
+  w.bias = g.bias ? bias32.data() : nullptr;
   w.dtype = MIXP_F32;
   w.a = a32.data(); w.a_batch = g.a_batch ? g.m * g.k : 0; w.a_rs = g.k; w.a_cs = 1;
   w.b = b32.data(); w.b_batch = g.b_batch ? g.k * g.n : 0; w.b_rs = g.n; w.b_cs = 1;
@@ -106,8 +111,18 @@ void CpuBackend::gemm(const GemmArgs &g) {
     c.ndim = 3;
     c.shape[0] = g.batch; c.shape[1] = g.m; c.shape[2] = g.n;
     c.strides[0] = g.c_batch; c.strides[1] = g.c_rs; c.strides[2] = 1;
-    if (g.beta == 0.0f) fill(c, 0.0);
-    else if (g.beta != 1.0f) fail(MIXP_ERR_INTERNAL, "gemm: k == 0 with beta not in {0, 1}");
+    if (g.beta != 0.0f && (g.beta != 1.0f || g.bias))
+      fail(MIXP_ERR_INTERNAL, "gemm: k == 0 supports beta 0 (with or without bias) or 1 (without)");
+    if (g.beta == 0.0f && !g.bias) fill(c, 0.0);
+    if (g.bias) {
+      View b;
+      b.data = const_cast<void *>(g.bias);
+      b.dtype = g.dtype;
+      b.ndim = 3;
+      b.shape[0] = g.batch; b.shape[1] = g.m; b.shape[2] = g.n;
+      b.strides[0] = 0; b.strides[1] = 0; b.strides[2] = 1;
+      copy(b, c);
+    }
     return;
   }
   if (g.dtype == MIXP_F64) {
@@ -131,6 +146,7 @@ void CpuBackend::gemm(const GemmArgs &g) {
                    g.b_batch, g.b_rs, g.b_cs, g.c_batch, g.c_rs, 0, 0, 0};
   std::memcpy(&key[13], &g.alpha, sizeof(float));
   std::memcpy(&key[14], &g.beta, sizeof(float));
+  key[15] = g.bias ? 1 : 0;
   auto it = dnnl_->cache.find(key);
   try {
     if (it == dnnl_->cache.end()) {
@@ -144,7 +160,9 @@ void CpuBackend::gemm(const GemmArgs &g) {
         po.append_sum(g.beta);
         attr.set_post_ops(po);
       }
-      dnnl::matmul::desc d(a_md, b_md, c_md);
+      dnnl::memory::desc bias_md({1, 1, g.n}, t, {g.n, g.n, 1});
+      dnnl::matmul::desc d = g.bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md)
+                                    : dnnl::matmul::desc(a_md, b_md, c_md);
       dnnl::matmul::primitive_desc pd;
       try {
         pd = dnnl::matmul::primitive_desc(d, attr, dnnl_->engine);
@@ -157,13 +175,15 @@ void CpuBackend::gemm(const GemmArgs &g) {
         return;
       }
       if (dnnl_->cache.size() > 512) dnnl_->cache.clear();
-      it = dnnl_->cache.emplace(key, Dnnl::Entry{dnnl::matmul(pd), a_md, b_md, c_md}).first;
+      it = dnnl_->cache.emplace(key, Dnnl::Entry{dnnl::matmul(pd), a_md, b_md, c_md, bias_md}).first;
     }
     Dnnl::Entry &e = it->second;
     dnnl::memory a_mem(e.a, dnnl_->engine, const_cast<void *>(g.a));
     dnnl::memory b_mem(e.b, dnnl_->engine, const_cast<void *>(g.b));
     dnnl::memory c_mem(e.c, dnnl_->engine, g.c);
-    e.prim.execute(dnnl_->stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
+    if (g.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(e.bias, dnnl_->engine, const_cast<void *>(g.bias)));
+    e.prim.execute(dnnl_->stream, args);
     dnnl_->stream.wait();
   } catch (const dnnl::error &e) {
     fail(MIXP_ERR_INTERNAL, "gemm: oneDNN failed (", e.what(), ") for ", dtype_name(g.dtype), " m=", g.m,

@@ -105,6 +105,25 @@ void bn_stats(const View &xv, int64_t outer, int64_t c, int64_t inner, double ep
   }
 }
 
+// y[o, ch, i] = (x[o, ch, i] - mu[ch]) * alpha[ch] + beta[ch] (and the like
+// for the backward): per-channel coefficients computed once, and a loop that
+// runs along channels when inner == 1 (NHWC), so it stays contiguous.
+template <class T, class F>
+void per_channel_map(int64_t outer, int64_t c, int64_t inner, F f) {
+  if (inner == 1) {
+#pragma omp parallel for schedule(static) if (outer * c > kChunk)
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t ch = 0; ch < c; ++ch) f(o * c + ch, ch);
+    return;
+  }
+#pragma omp parallel for collapse(2) schedule(static) if (outer * c * inner > kChunk)
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const int64_t base = (o * c + ch) * inner;
+      for (int64_t i = 0; i < inner; ++i) f(base + i, ch);
+    }
+}
+
 template <class T>
 void bn_forward(const View &xv, int64_t outer, int64_t c, int64_t inner, const View &mv,
                 const View &iv, const View *wv, const View *bv, const View &yv) {
@@ -113,16 +132,15 @@ void bn_forward(const View &xv, int64_t outer, int64_t c, int64_t inner, const V
   const T *x = static_cast<const T *>(xv.data);
   T *y = static_cast<T *>(yv.data);
   const S *mean = stat_ptr<S>(mv), *invstd = stat_ptr<S>(iv);
-#pragma omp parallel for collapse(2) schedule(static) if (outer * c * inner > kChunk)
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t ch = 0; ch < c; ++ch) {
-      const A mu = A(mean[ch]);
-      const A alpha = A(invstd[ch]) * param<T>(wv, ch, A(1));
-      const A beta = param<T>(bv, ch, A(0));
-      const int64_t base = (o * c + ch) * inner;
-      for (int64_t i = 0; i < inner; ++i)
-        y[base + i] = store<T>((load<T>(x[base + i]) - mu) * alpha + beta);
-    }
+  std::vector<A> mu(static_cast<size_t>(c)), alpha(static_cast<size_t>(c)), beta(static_cast<size_t>(c));
+  for (int64_t ch = 0; ch < c; ++ch) {
+    mu[size_t(ch)] = A(mean[ch]);
+    alpha[size_t(ch)] = A(invstd[ch]) * param<T>(wv, ch, A(1));
+    beta[size_t(ch)] = param<T>(bv, ch, A(0));
+  }
+  per_channel_map<T>(outer, c, inner, [&](int64_t e, int64_t ch) {
+    y[e] = store<T>((load<T>(x[e]) - mu[size_t(ch)]) * alpha[size_t(ch)] + beta[size_t(ch)]);
+  });
 }
 
 template <class T>
@@ -159,20 +177,21 @@ void bn_backward(const View &xv, const View &gyv, int64_t outer, int64_t c, int6
   if (!gxv) return;
   T *gx = static_cast<T *>(gxv->data);
   const double m = double(outer * inner);
-#pragma omp parallel for collapse(2) schedule(static) if (outer * c * inner > kChunk)
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t ch = 0; ch < c; ++ch) {
-      const double is = double(invstd[ch]);
-      const A scale = A(is * double(param<T>(wv, ch, A(1))));
-      const A mu = A(mean[ch]);
-      // gx = w * invstd * (gy - mean(gy) - xhat * mean(gy * xhat)).
-      const A mg = batch_stats ? A(sums[size_t(2 * ch)] / m) : A(0);
-      const A k = batch_stats ? A(sums[size_t(2 * ch + 1)] * is * is / m) : A(0);
-      const int64_t base = (o * c + ch) * inner;
-      for (int64_t i = 0; i < inner; ++i)
-        gx[base + i] =
-            store<T>(scale * (load<T>(gy[base + i]) - mg - (load<T>(x[base + i]) - mu) * k));
-    }
+  // gx = w * invstd * (gy - mean(gy) - xhat * mean(gy * xhat)).
+  std::vector<A> scale(static_cast<size_t>(c)), mu(static_cast<size_t>(c)),
+      mg(static_cast<size_t>(c)), k(static_cast<size_t>(c));
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const double is = double(invstd[ch]);
+    const size_t u = size_t(ch);
+    scale[u] = A(is * double(param<T>(wv, ch, A(1))));
+    mu[u] = A(mean[ch]);
+    mg[u] = batch_stats ? A(sums[2 * u] / m) : A(0);
+    k[u] = batch_stats ? A(sums[2 * u + 1] * is * is / m) : A(0);
+  }
+  per_channel_map<T>(outer, c, inner, [&](int64_t e, int64_t ch) {
+    const size_t u = size_t(ch);
+    gx[e] = store<T>(scale[u] * (load<T>(gy[e]) - mg[u] - (load<T>(x[e]) - mu[u]) * k[u]));
+  });
 }
 
 // ---- group_norm / layer_norm -------------------------------------------------------
@@ -253,8 +272,10 @@ void gn_backward(const GroupNormGeom &g, const View &xv, const View &gyv, const 
   if (!gwv && !gbv) return;
   // sums[2ch] = sum gy * xhat, sums[2ch+1] = sum gy, over samples and positions.
   std::vector<double> sums(size_t(2 * g.c), 0.0);
+  std::vector<int64_t> group_of(static_cast<size_t>(g.c));
+  for (int64_t ch = 0; ch < g.c; ++ch) group_of[size_t(ch)] = ch / cpg;
   channel_sums<2>(g.n, g.c, g.s, [&](int64_t o, int64_t ch, double *acc) {
-    const int64_t r = o * g.groups + ch / cpg;
+    const int64_t r = o * g.groups + group_of[size_t(ch)];
     const double mu = double(mean[r]), is = double(rstd[r]);
     const int64_t base = (o * g.c + ch) * g.s;
     double sgx = 0.0, sg = 0.0;
