@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/fpenv.hpp"
+#include "core/simd.hpp"
 #include "optim/optimizer_kernels.hpp"
 
 namespace mixp::optim {
@@ -66,7 +67,7 @@ struct AdamLoop {
   using G = std::conditional_t<kGradF32, float, T>;
   A weight, one_minus_weight, beta2, one_minus_beta2, step_size, bc2_sqrt, eps, wd, decay;
 
-  void run(int64_t begin, int64_t end, T *__restrict param, float *__restrict master,
+  MIXP_KERNEL_CLONES void run(int64_t begin, int64_t end, T *__restrict param, float *__restrict master,
            const G *__restrict grad, A *__restrict exp_avg, A *__restrict exp_avg_sq) const {
 #pragma omp simd
     for (int64_t i = begin; i < end; ++i) {

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/simd.hpp"
 #include "backend/cpu/cpu_backend.hpp"
 #include "core/error.hpp"
 
@@ -59,15 +60,17 @@ inline A gelu_erf_derivative(A x) noexcept {
   return cdf + x * std::exp(A(-0.5) * x * x) * C::kInvSqrt2Pi;
 }
 
+template <class T, class F>
+MIXP_KERNEL_CLONES void map_unary_chunk(const T *x, T *y, int64_t lo, int64_t hi, F f) {
+  for (int64_t i = lo; i < hi; ++i) y[i] = store<T>(f(load<T>(x[i])));
+}
+
 // Applies f(x) over n contiguous elements, in parallel chunks.
 template <class T, class F>
 void map_unary(const T *x, T *y, int64_t n, F f) {
   const int64_t chunks = num_chunks(n);
 #pragma omp parallel for schedule(static) if (chunks > 1)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
-    for (int64_t i = lo; i < hi; ++i) y[i] = store<T>(f(load<T>(x[i])));
-  }
+  for (int64_t c = 0; c < chunks; ++c) map_unary_chunk(x, y, c * kChunk, std::min(n, (c + 1) * kChunk), f);
 }
 
 template <class T>
@@ -117,18 +120,22 @@ void unary_typed(UnaryOp op, const View &xv, const View &yv, double s) {
 // gx[i] = f(x[i], y[i], gy[i]); x or y may be null when the op does not read
 // it (see the table at the top), so the loaders substitute 0 for a null one.
 template <class T, class F>
-void map_unary_backward(const T *x, const T *y, const T *gy, T *gx, int64_t n, F f) {
+MIXP_KERNEL_CLONES void map_unary_backward_chunk(const T *x, const T *y, const T *gy, T *gx, int64_t lo,
+                                                 int64_t hi, F f) {
   using A = acc_t<T>;
+  for (int64_t i = lo; i < hi; ++i) {
+    A xv = x ? load<T>(x[i]) : A(0);
+    A yv = y ? load<T>(y[i]) : A(0);
+    gx[i] = store<T>(f(xv, yv, load<T>(gy[i])));
+  }
+}
+
+template <class T, class F>
+void map_unary_backward(const T *x, const T *y, const T *gy, T *gx, int64_t n, F f) {
   const int64_t chunks = num_chunks(n);
 #pragma omp parallel for schedule(static) if (chunks > 1)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
-    for (int64_t i = lo; i < hi; ++i) {
-      A xv = x ? load<T>(x[i]) : A(0);
-      A yv = y ? load<T>(y[i]) : A(0);
-      gx[i] = store<T>(f(xv, yv, load<T>(gy[i])));
-    }
-  }
+  for (int64_t c = 0; c < chunks; ++c)
+    map_unary_backward_chunk(x, y, gy, gx, c * kChunk, std::min(n, (c + 1) * kChunk), f);
 }
 
 template <class T>
@@ -258,7 +265,7 @@ Geometry coalesce(const View &a, const View &b, const View &out) {
 // out[0..len) = f(a[i*sa], b[i*sb]); the common stride patterns get their own
 // loops so the compiler sees unit or zero strides and vectorises them.
 template <class T, class F>
-inline void binary_run(const T *a, int64_t sa, const T *b, int64_t sb, T *out, int64_t len, F f) {
+MIXP_KERNEL_CLONES void binary_run(const T *a, int64_t sa, const T *b, int64_t sb, T *out, int64_t len, F f) {
   using A = acc_t<T>;
   if (sa == 1 && sb == 1) {
     for (int64_t i = 0; i < len; ++i) out[i] = store<T>(f(load<T>(a[i]), load<T>(b[i])));

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "backend/cpu/block_cache.hpp"
+#include "core/simd.hpp"
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/strided.hpp"
 #include "core/error.hpp"
@@ -33,7 +34,7 @@ namespace {
 // directly, so f64 -> half never rounds twice). Other dtypes go through the
 // generic per-element path.
 template <class S, class D>
-void convert_row(const S *s, int64_t ss, D *d, int64_t ds, int64_t n) {
+MIXP_KERNEL_CLONES void convert_row(const S *s, int64_t ss, D *d, int64_t ds, int64_t n) {
   if constexpr (std::is_same_v<S, double>) {
     for (int64_t i = 0; i < n; ++i) d[i * ds] = store_double<D>(s[i * ss]);
   } else {
