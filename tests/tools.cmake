@@ -61,6 +61,14 @@ add_test(NAME mixp_train_gpt_smoke
           $<TARGET_FILE:mixp-train> ${PROJECT_SOURCE_DIR}/README.md)
 set_tests_properties(mixp_train_gpt_smoke PROPERTIES TIMEOUT 120 FAIL_REGULAR_EXPRESSION "failed:")
 
+# --checkpoint-activations on a deeper GPT: the zoo config gets
+# checkpoint=1 (one region per transformer block), the loss falls and the
+# peak tensor memory is reported.
+add_test(NAME mixp_train_gpt_block_checkpoint
+  COMMAND sh -c "out=$(\"$0\" --model gpt --data text:\"$1\" --block-size 32 --epochs 1 --limit-train 768 --limit-test 128 --batch 16 --lr 0.003 --model-config 'n_layer=4 n_head=2 n_embd=32' --threads 2 --checkpoint-activations) || exit 1; echo \"$out\"; echo \"$out\" | grep -q '^model: gpt vocab=[0-9]* block_size=32 n_layer=4 n_head=2 n_embd=32 checkpoint=1 (.*| activation checkpointing' || { echo 'no checkpoint=1 in the model line'; exit 1; }; echo \"$out\" | awk '/^final: val_loss=/ { for (i = 2; i <= NF; ++i) { split($i, kv, \"=\"); v[kv[1]] = kv[2] } found = 1 } END { if (!found) { print \"no final line\"; exit 1 } if (!(v[\"peak_mem_mb\"] > 0)) { print \"no peak_mem_mb\"; exit 1 } if (!(v[\"last_loss\"] < 0.8 * v[\"first_loss\"])) { print \"loss did not fall: \" v[\"first_loss\"] \" -> \" v[\"last_loss\"]; exit 1 } print \"loss fell: \" v[\"first_loss\"] \" -> \" v[\"last_loss\"] \", peak \" v[\"peak_mem_mb\"] \" MB\" }'"
+          $<TARGET_FILE:mixp-train> ${PROJECT_SOURCE_DIR}/README.md)
+set_tests_properties(mixp_train_gpt_block_checkpoint PROPERTIES TIMEOUT 120 FAIL_REGULAR_EXPRESSION "failed:")
+
 # ResNet-18 and MobileNetV3-Small (narrow) train a few steps on 3x32x32.
 add_test(NAME mixp_train_resnet18_synthetic_smoke
   COMMAND mixp-train --model resnet18 --data synthetic-images:3x32x32 --epochs 1 --limit-train 128

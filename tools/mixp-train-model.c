@@ -1,5 +1,5 @@
-/* mixp-train's models and data: the hand-built MLP of the original job, the
- * zoo's models (mixp_model_create) configured from the data, and the
+/* mixp-train's models and data: the zoo's models (mixp_model_create; the
+ * --hidden flag configures its mlp) configured from the data, and the
  * datasets the --data flag names. Public API only. */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
@@ -84,45 +84,6 @@ const char *open_data(mixp_session *s, const args *a, mixp_dataset **train,
   return images ? "synthetic-images" : "synthetic";
 }
 
-/* ---- the hand-built MLP -------------------------------------------------------- */
-
-static void mlp_create(mixp_session *s, const args *a, int64_t in, int64_t classes, model *m) {
-  m->in_features = in;
-  int64_t prev = in;
-  int len = snprintf(m->config, sizeof m->config, "mlp %" PRId64, in);
-  for (int i = 0; i <= a->n_hidden; ++i) {
-    int64_t width = i < a->n_hidden ? a->hidden[i] : classes;
-    CHECK(mixp_linear_create(s, prev, width, 1, MIXP_F32, &m->layers[m->n_layers]));
-    m->n_layers++;
-    prev = width;
-    if (len > 0 && (size_t)len < sizeof m->config)
-      len += snprintf(m->config + len, sizeof m->config - (size_t)len, "-%" PRId64, width);
-  }
-}
-
-/* logits = L_n(relu(... relu(L_1(flatten(x))))); with checkpointing, each
- * layer (Linear and its ReLU) is one region. */
-static mixp_tensor *mlp_forward(const model *m, mixp_session *s, const mixp_tensor *x,
-                                int checkpoint) {
-  int64_t flat[2] = {mixp_tensor_dim(x, 0), m->in_features};
-  mixp_tensor *h = NULL;
-  CHECK(mixp_reshape(x, flat, 2, &h));
-  for (int i = 0; i < m->n_layers; ++i) {
-    if (checkpoint) CHECK(mixp_checkpoint_begin(s));
-    mixp_tensor *y = NULL;
-    CHECK(mixp_module_forward(m->layers[i], h, &y));
-    mixp_tensor_release(h);
-    h = y;
-    if (i + 1 < m->n_layers) {
-      CHECK(mixp_relu(h, &y));
-      mixp_tensor_release(h);
-      h = y;
-    }
-    if (checkpoint) CHECK(mixp_checkpoint_end(s, &h, 1));
-  }
-  return h;
-}
-
 /* ---- zoo models ------------------------------------------------------------------ */
 
 /* Whether the user's --model-config sets `key`. */
@@ -143,8 +104,25 @@ static void derive(char *config, const char *user, const char *key, int64_t valu
   snprintf(config + len, MAX_CONFIG - len, " %s=%" PRId64, key, value);
 }
 
-static void zoo_create(mixp_session *s, const args *a, const int64_t *shape, int ndim,
-                       int64_t classes, model *m) {
+/* The MLP keeps the original job's summary ("mlp 784-256-128-10"); the zoo's
+ * mlp builds the same layers in the same order from the same seed. */
+static void mlp_config(const args *a, int64_t in, int64_t classes, model *m) {
+  int len = snprintf(m->config, sizeof m->config, "mlp %" PRId64, in);
+  size_t zlen = (size_t)snprintf(m->zoo_config, sizeof m->zoo_config, "mlp in=%" PRId64 " hidden=", in);
+  for (int i = 0; i < a->n_hidden; ++i) {
+    if (len > 0 && (size_t)len < sizeof m->config)
+      len += snprintf(m->config + len, sizeof m->config - (size_t)len, "-%" PRId64, a->hidden[i]);
+    if (zlen < sizeof m->zoo_config)
+      zlen += (size_t)snprintf(m->zoo_config + zlen, sizeof m->zoo_config - zlen, "%s%" PRId64,
+                               i ? "," : "", a->hidden[i]);
+  }
+  if (len > 0 && (size_t)len < sizeof m->config)
+    snprintf(m->config + len, sizeof m->config - (size_t)len, "-%" PRId64, classes);
+  if (zlen < sizeof m->zoo_config)
+    snprintf(m->zoo_config + zlen, sizeof m->zoo_config - zlen, " classes=%" PRId64, classes);
+}
+
+static void zoo_config(const args *a, const int64_t *shape, int ndim, int64_t classes, model *m) {
   const char *user = a->model_config ? a->model_config : "";
   m->is_gpt = strcmp(a->model, "gpt") == 0;
   snprintf(m->config, sizeof m->config, "%s", a->model);
@@ -170,7 +148,7 @@ static void zoo_create(mixp_session *s, const args *a, const int64_t *shape, int
   }
   size_t len = strlen(m->config);
   if (*user) snprintf(m->config + len, sizeof m->config - len, " %s", user);
-  CHECK(mixp_model_create(s, m->config, &m->zoo));
+  snprintf(m->zoo_config, sizeof m->zoo_config, "%s", m->config);
 }
 
 /* ---- the model interface ---------------------------------------------------------- */
@@ -181,51 +159,44 @@ void model_create(mixp_session *s, const args *a, const int64_t *shape, int ndim
   if (strcmp(a->model, "mlp") == 0) {
     int64_t in = 1;
     for (int i = 0; i < ndim; ++i) in *= shape[i];
-    m->is_mlp = 1;
-    mlp_create(s, a, in, classes, m);
+    mlp_config(a, in, classes, m);
   } else {
-    zoo_create(s, a, shape, ndim, classes, m);
+    zoo_config(a, shape, ndim, classes, m);
   }
+  /* Each block of the model becomes a region of its own; the user's
+   * --model-config may still say checkpoint=0. */
+  if (a->checkpoint_activations) {
+    const char *user = a->model_config ? a->model_config : "";
+    derive(m->zoo_config, user, "checkpoint", 1);
+    if (strcmp(a->model, "mlp") != 0) derive(m->config, user, "checkpoint", 1);
+  }
+  CHECK(mixp_model_create(s, m->zoo_config, &m->zoo));
 }
 
 void model_destroy(model *m) {
-  for (int i = 0; i < m->n_layers; ++i) mixp_module_destroy(m->layers[i]);
   mixp_module_destroy(m->zoo);
   memset(m, 0, sizeof *m);
 }
 
-static int module_parameters(const mixp_module *mod, mixp_tensor **out, int cap, int np) {
-  int k = mixp_module_num_parameters(mod);
-  if (k < 0) die_mixp("mixp_module_num_parameters");
-  for (int j = 0; j < k; ++j) {
-    if (np >= cap) {
-      fprintf(stderr, "mixp-train: the model has more than %d parameter tensors\n", cap);
-      exit(1);
-    }
-    CHECK(mixp_module_parameter(mod, j, &out[np++]));
-  }
-  return np;
-}
-
 int model_parameters(const model *m, mixp_tensor **out, int cap) {
-  if (!m->is_mlp) return module_parameters(m->zoo, out, cap, 0);
-  int np = 0;
-  for (int i = 0; i < m->n_layers; ++i) np = module_parameters(m->layers[i], out, cap, np);
-  return np;
+  int k = mixp_module_num_parameters(m->zoo);
+  if (k < 0) die_mixp("mixp_module_num_parameters");
+  if (k > cap) {
+    fprintf(stderr, "mixp-train: the model has more than %d parameter tensors\n", cap);
+    exit(1);
+  }
+  for (int j = 0; j < k; ++j) CHECK(mixp_module_parameter(m->zoo, j, &out[j]));
+  return k;
 }
 
-mixp_tensor *model_forward(const model *m, mixp_session *s, const mixp_tensor *x, int checkpoint) {
-  if (m->is_mlp) return mlp_forward(m, s, x, checkpoint);
+mixp_tensor *model_forward(const model *m, const mixp_tensor *x) {
   mixp_tensor *y = NULL;
-  if (checkpoint) CHECK(mixp_checkpoint_begin(s));
   CHECK(mixp_module_forward(m->zoo, x, &y));
-  if (checkpoint) CHECK(mixp_checkpoint_end(s, &y, 1));
   return y;
 }
 
 void model_set_training(const model *m, int training) {
-  for (int i = 0; i < m->n_layers; ++i) CHECK(mixp_module_set_training(m->layers[i], training));
-  if (m->zoo) CHECK(mixp_module_set_training(m->zoo, training));
+  CHECK(mixp_module_set_training(m->zoo, training));
 }
 
 mixp_tensor *model_loss(const model *m, const mixp_tensor *logits, const mixp_tensor *y) {

@@ -51,7 +51,7 @@ static void usage(FILE *f) {
           "  --data-dir DIR          Fashion-MNIST directory (default /usr/share/datasets/fashion-mnist)\n"
           "  --block-size N          tokens per text sample (default 64)\n"
           "  --checkpoint-activations  recompute activations in backward instead of keeping them\n"
-          "                          (MLP: one region per layer; zoo models: one around the forward)\n"
+          "                          (one checkpoint region per block: config key checkpoint=1)\n"
           "  --epochs N              training epochs (default 10)\n"
           "  --batch N               mini-batch size (default 128)\n"
           "  --optimizer NAME        adamw (default) or sgd (momentum 0.9)\n"
@@ -62,6 +62,17 @@ static void usage(FILE *f) {
           "  --threads N             CPU threads, 0 = all cores (default 0)\n"
           "  --limit-train N         train on at most N samples per epoch (synthetic-images: generate N)\n"
           "  --limit-test N          evaluate on at most N test samples (synthetic-images: generate N)\n"
+          "\n"
+          "Mixed precision:\n"
+          "  --amp O0|O1|O2          O0 fp32 (default); O1 autocast op lists; O2 half parameters with\n"
+          "                          fp32 master weights (mixp_amp_decorate) and autocast O2\n"
+          "  --amp-dtype f16|bf16    low-precision type (default bf16, the CPU's fast type)\n"
+          "  --loss-scale MODE       dynamic, static:N or off (default: dynamic for f16, off for bf16)\n"
+          "  --init-scale X          initial dynamic loss scale (default 65536)\n"
+          "  --clip-norm X           clip gradients to global norm X after unscaling (default off)\n"
+          "  --accum-steps N         accumulate gradients over N batches per optimizer step (default 1)\n"
+          "  --check-numerics M      off (default), warn or error: report the first op with NaN/Inf\n"
+          "  --compare               run O0, O1 and O2 with the same seed and print one table\n"
           "  --help                  show this message\n");
 }
 
@@ -152,6 +163,12 @@ static void parse_args(int argc, char **argv, args *a) {
   a->hidden[0] = 256;
   a->hidden[1] = 128;
   a->n_hidden = 2;
+  a->amp_level = MIXP_AMP_O0;
+  a->amp_dtype = MIXP_BF16;
+  a->loss_scale = MIXP_SCALER_AUTO;
+  a->init_scale = 65536.0;
+  a->accum_steps = 1;
+  a->check_numerics = MIXP_NUMERICS_OFF;
   for (int i = 1; i < argc; ++i) {
     const char *flag = argv[i];
     if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
@@ -160,6 +177,10 @@ static void parse_args(int argc, char **argv, args *a) {
     }
     if (strcmp(flag, "--checkpoint-activations") == 0) {
       a->checkpoint_activations = 1;
+      continue;
+    }
+    if (strcmp(flag, "--compare") == 0) {
+      a->compare = 1;
       continue;
     }
     if (strncmp(flag, "--", 2) != 0) bad_usage("unexpected argument '%s'", flag);
@@ -175,7 +196,9 @@ static void parse_args(int argc, char **argv, args *a) {
                                         "--epochs", "--batch", "--lr", "--optimizer",
                                         "--weight-decay", "--seed", "--device", "--threads",
                                         "--model-config", "--block-size",
-                                        "--limit-train", "--limit-test"};
+                                        "--limit-train", "--limit-test", "--amp", "--amp-dtype",
+                                        "--loss-scale", "--init-scale", "--clip-norm",
+                                        "--accum-steps", "--check-numerics"};
     int is_known = 0;
     for (size_t k = 0; k < sizeof known / sizeof known[0]; ++k) is_known |= strcmp(name, known[k]) == 0;
     if (!is_known) bad_usage("unknown flag '%s'", name);
@@ -228,6 +251,39 @@ static void parse_args(int argc, char **argv, args *a) {
       a->device = value;
     } else if (strcmp(name, "--threads") == 0) {
       a->threads = (int)parse_int(name, value, 0, 4096);
+    } else if (strcmp(name, "--amp") == 0) {
+      if (strcmp(value, "O0") == 0) a->amp_level = MIXP_AMP_O0;
+      else if (strcmp(value, "O1") == 0) a->amp_level = MIXP_AMP_O1;
+      else if (strcmp(value, "O2") == 0) a->amp_level = MIXP_AMP_O2;
+      else bad_usage("--amp: unknown level '%s' (known: O0, O1, O2)", value);
+    } else if (strcmp(name, "--amp-dtype") == 0) {
+      if (strcmp(value, "f16") == 0) a->amp_dtype = MIXP_F16;
+      else if (strcmp(value, "bf16") == 0) a->amp_dtype = MIXP_BF16;
+      else bad_usage("--amp-dtype: unknown dtype '%s' (known: f16, bf16)", value);
+    } else if (strcmp(name, "--loss-scale") == 0) {
+      if (strcmp(value, "dynamic") == 0) {
+        a->loss_scale = MIXP_SCALER_DYNAMIC;
+      } else if (strcmp(value, "off") == 0) {
+        a->loss_scale = MIXP_SCALER_DISABLED;
+      } else if (strncmp(value, "static:", 7) == 0) {
+        a->loss_scale = MIXP_SCALER_STATIC;
+        a->static_scale = parse_double(name, value + 7, 0.0);
+        if (!(a->static_scale > 0)) bad_usage("--loss-scale static:N needs N > 0");
+      } else {
+        bad_usage("--loss-scale: unknown mode '%s' (known: dynamic, static:N, off)", value);
+      }
+    } else if (strcmp(name, "--init-scale") == 0) {
+      a->init_scale = parse_double(name, value, 0.0);
+      if (!(a->init_scale > 0)) bad_usage("--init-scale must be > 0");
+    } else if (strcmp(name, "--clip-norm") == 0) {
+      a->clip_norm = parse_double(name, value, 0.0);
+    } else if (strcmp(name, "--accum-steps") == 0) {
+      a->accum_steps = (int)parse_int(name, value, 1, 1 << 20);
+    } else if (strcmp(name, "--check-numerics") == 0) {
+      if (strcmp(value, "off") == 0) a->check_numerics = MIXP_NUMERICS_OFF;
+      else if (strcmp(value, "warn") == 0) a->check_numerics = MIXP_NUMERICS_WARN;
+      else if (strcmp(value, "error") == 0) a->check_numerics = MIXP_NUMERICS_ERROR;
+      else bad_usage("--check-numerics: unknown mode '%s' (known: off, warn, error)", value);
     } else if (strcmp(name, "--limit-train") == 0) {
       a->limit_train = parse_int(name, value, 1, INT64_MAX);
     } else { /* --limit-test, the last known flag */
@@ -276,7 +332,10 @@ static double peak_mb(const mixp_session *s) {
 
 /* Accuracy of a classifier, or the mean token loss of a language model, on
  * at most `limit` samples (all when 0). */
-static double evaluate(const model *m, mixp_dataset *test, int64_t limit, mixp_session *s) {
+/* ac: the autocast region of the training forward (NULL for fp32): an O2
+ * model has half weights and is evaluated under the same policy. */
+static double evaluate(const model *m, mixp_dataset *test, int64_t limit, mixp_session *s,
+                       const mixp_autocast_options *ac) {
   mixp_loader_options lo;
   mixp_loader_options_init(&lo);
   lo.batch_size = m->is_gpt ? 64 : EVAL_BATCH;
@@ -293,7 +352,9 @@ static double evaluate(const model *m, mixp_dataset *test, int64_t limit, mixp_s
   while ((limit <= 0 || seen < limit) && (st = mixp_loader_next(loader, &x, &y)) == MIXP_OK) {
     int64_t b = mixp_tensor_dim(y, 0);
     int64_t use = limit > 0 ? min64(b, limit - seen) : b;
-    mixp_tensor *logits = model_forward(m, s, x, 0);
+    if (ac) CHECK(mixp_autocast_push(s, ac));
+    mixp_tensor *logits = model_forward(m, x);
+    if (ac) CHECK(mixp_autocast_pop(s));
     if (m->is_gpt) {
       /* Whole batches only: the mean is per token, batches are equal-sized
        * but for the last one, which is weighted by its size. */
@@ -336,18 +397,48 @@ typedef struct trainer {
   int64_t steps;
   double first_loss;     /* of the first step */
   double recent[10];     /* the last steps' losses, a ring */
+  /* Mixed precision: the autocast region of each forward (when amp_on), the
+   * loss scaler (mode DISABLED for O0 and bf16: a plain optimizer step). */
+  int amp_on;
+  mixp_autocast_options autocast;
+  mixp_grad_scaler *scaler;
+  int64_t micro;         /* batches seen, for gradient accumulation */
+  int64_t skipped;       /* optimizer steps skipped for non-finite gradients */
 } trainer;
 
-/* One optimisation step on a batch; returns the loss. Everything a step
- * does (precision policy, loss scaling, clipping) belongs here. */
+/* One batch: forward under the precision policy, backward of the (scaled)
+ * loss; every accum_steps batches also unscale, clip, step and update the
+ * scale. Returns the batch's loss. */
 static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y) {
-  mixp_tensor *logits = model_forward(t->m, t->s, x, t->a->checkpoint_activations);
+  const args *a = t->a;
+  const int first = t->micro % a->accum_steps == 0;
+  const int last = (t->micro + 1) % a->accum_steps == 0;
+  if (first) CHECK(mixp_optimizer_zero_grad(t->opt));
+  if (t->amp_on) CHECK(mixp_autocast_push(t->s, &t->autocast));
+  mixp_tensor *logits = model_forward(t->m, x);
   mixp_tensor *loss = model_loss(t->m, logits, y);
-  CHECK(mixp_optimizer_zero_grad(t->opt));
-  CHECK(mixp_backward(loss, NULL));
-  CHECK(mixp_optimizer_step(t->opt));
+  if (t->amp_on) CHECK(mixp_autocast_pop(t->s));
   double lv = 0;
   CHECK(mixp_tensor_item(loss, &lv));
+  /* The accumulated gradient is that of the mean over the N batches. */
+  mixp_tensor *objective = loss, *scaled = NULL;
+  if (a->accum_steps > 1) CHECK(mixp_mul_scalar(loss, 1.0 / a->accum_steps, &objective));
+  CHECK(mixp_grad_scaler_scale(t->scaler, objective, &scaled));
+  CHECK(mixp_backward(scaled, NULL));
+  if (last) {
+    if (a->clip_norm > 0) {
+      CHECK(mixp_grad_scaler_unscale(t->scaler, t->opt)); /* clip the true gradients */
+      CHECK(mixp_clip_grad_norm(t->opt, a->clip_norm, NULL));
+    }
+    CHECK(mixp_grad_scaler_step(t->scaler, t->opt));
+    CHECK(mixp_grad_scaler_update(t->scaler));
+    int found_inf = 0;
+    CHECK(mixp_grad_scaler_found_inf(t->scaler, &found_inf));
+    t->skipped += found_inf != 0;
+  }
+  t->micro++;
+  if (objective != loss) mixp_tensor_release(objective);
+  mixp_tensor_release(scaled);
   mixp_tensor_release(loss);
   mixp_tensor_release(logits);
   if (t->steps == 0) t->first_loss = lv;
@@ -405,17 +496,59 @@ static epoch_stats train_epoch(trainer *t, mixp_loader *loader, int epoch, int t
   return r;
 }
 
-int main(int argc, char **argv) {
-  args a;
-  parse_args(argc, argv, &a);
-  int tty = isatty(STDOUT_FILENO);
-  double t_start = now_s();
+/* What one training run measured, for the final line and --compare. */
+typedef struct run_result {
+  double metric;         /* test accuracy, or held-out loss for gpt */
+  double samples_per_sec;
+  double epoch_seconds;  /* mean training time per epoch */
+  double peak_mb;
+  int64_t skipped;
+  double loss_scale;
+} run_result;
 
+static const char *amp_name(const args *a) {
+  static char buf[32];
+  if (a->amp_level == MIXP_AMP_O0) return "O0 (fp32)";
+  snprintf(buf, sizeof buf, "O%d %s", (int)a->amp_level, a->amp_dtype == MIXP_F16 ? "f16" : "bf16");
+  return buf;
+}
+
+/* O2: half parameters with fp32 masters in the optimizer. */
+static void decorate_model(const model *m, mixp_optimizer *opt, mixp_dtype dtype) {
+  mixp_decorate_options d;
+  mixp_decorate_options_init(&d);
+  d.dtype = dtype;
+  CHECK(mixp_amp_decorate(m->zoo, opt, &d));
+}
+
+static mixp_grad_scaler *make_scaler(mixp_session *s, const args *a) {
+  mixp_grad_scaler_options o;
+  mixp_grad_scaler_options_init(&o);
+  o.init_scale = a->init_scale;
+  if (a->amp_level == MIXP_AMP_O0) o.mode = MIXP_SCALER_DISABLED;
+  else if (a->loss_scale == MIXP_SCALER_AUTO)
+    o.mode = a->amp_dtype == MIXP_F16 ? MIXP_SCALER_DYNAMIC : MIXP_SCALER_DISABLED;
+  else o.mode = a->loss_scale;
+  if (o.mode == MIXP_SCALER_STATIC) o.init_scale = a->static_scale;
+  mixp_grad_scaler *sc = NULL;
+  CHECK(mixp_grad_scaler_create(s, &o, &sc));
+  return sc;
+}
+
+static double current_scale(const mixp_grad_scaler *sc) {
+  double v = 1.0;
+  CHECK(mixp_grad_scaler_get_scale(sc, &v));
+  return v;
+}
+
+static run_result run(const args *a, int tty) {
+  double t_start = now_s();
   mixp_session_options so;
   mixp_session_options_init(&so);
-  so.device = a.device;
-  so.seed = a.seed;
-  so.num_threads = a.threads;
+  so.device = a->device;
+  so.seed = a->seed;
+  so.num_threads = a->threads;
+  so.check_numerics = a->check_numerics;
   mixp_session *s = NULL;
   CHECK(mixp_session_create(&so, &s));
   printf("mixp %s | device: %s | threads: %d\n", mixp_version(), mixp_session_device(s),
@@ -423,7 +556,7 @@ int main(int argc, char **argv) {
   if (mixp_session_device_note(s)[0]) printf("note: %s\n", mixp_session_device_note(s));
 
   mixp_dataset *train = NULL, *test = NULL;
-  const char *data_name = open_data(s, &a, &train, &test);
+  const char *data_name = open_data(s, a, &train, &test);
   int64_t shape[MIXP_MAX_DIMS];
   int ndim = 0;
   CHECK(mixp_dataset_sample_shape(train, shape, &ndim));
@@ -431,80 +564,138 @@ int main(int argc, char **argv) {
   for (int i = 0; i < ndim; ++i) in_features *= shape[i];
   int64_t classes = mixp_dataset_num_classes(train);
   int64_t ntrain = mixp_dataset_size(train), ntest = mixp_dataset_size(test);
-  if (a.limit_train > 0) ntrain = min64(ntrain, a.limit_train);
-  if (a.limit_test > 0) ntest = min64(ntest, a.limit_test);
-  if (a.data_kind == DATA_TEXT)
+  if (a->limit_train > 0) ntrain = min64(ntrain, a->limit_train);
+  if (a->limit_test > 0) ntest = min64(ntest, a->limit_test);
+  if (a->data_kind == DATA_TEXT)
     printf("data: text %s, %" PRId64 " train / %" PRId64 " held-out windows of %" PRId64
            " tokens, vocabulary of %" PRId64 "\n",
-           a.text_path, ntrain, ntest, a.block_size, classes);
+           a->text_path, ntrain, ntest, a->block_size, classes);
   else
     printf("data: %s, %" PRId64 " train / %" PRId64 " test samples of %" PRId64
            " features, %" PRId64 " classes\n",
            data_name, ntrain, ntest, in_features, classes);
 
   model m;
-  model_create(s, &a, shape, ndim, classes, &m);
+  model_create(s, a, shape, ndim, classes, &m);
   mixp_tensor *params[MAX_PARAMS];
   int np = model_parameters(&m, params, MAX_PARAMS);
   int64_t nweights = 0;
   for (int i = 0; i < np; ++i) nweights += mixp_tensor_numel(params[i]);
   printf("model: %s (%" PRId64 " parameters)%s\n", m.config, nweights,
-         a.checkpoint_activations ? " | activation checkpointing" : "");
+         a->checkpoint_activations ? " | activation checkpointing" : "");
 
   mixp_optimizer_options oo;
-  mixp_optimizer_options_init(&oo, a.adamw ? MIXP_OPTIM_ADAMW : MIXP_OPTIM_SGD);
-  oo.lr = a.lr;
-  if (!a.adamw) oo.momentum = 0.9;
-  if (a.wd_set) oo.weight_decay = a.weight_decay;
+  mixp_optimizer_options_init(&oo, a->adamw ? MIXP_OPTIM_ADAMW : MIXP_OPTIM_SGD);
+  oo.lr = a->lr;
+  if (!a->adamw) oo.momentum = 0.9;
+  if (a->wd_set) oo.weight_decay = a->weight_decay;
   mixp_optimizer *opt = NULL;
   CHECK(mixp_optimizer_create(s, params, np, &oo, &opt));
   for (int i = 0; i < np; ++i) mixp_tensor_release(params[i]);
   printf("optimizer: %s lr=%g weight_decay=%g%s | batch %" PRId64 " | epochs %d\n",
-         a.adamw ? "adamw" : "sgd", oo.lr, oo.weight_decay, a.adamw ? "" : " momentum=0.9",
-         a.batch, a.epochs);
+         a->adamw ? "adamw" : "sgd", oo.lr, oo.weight_decay, a->adamw ? "" : " momentum=0.9",
+         a->batch, a->epochs);
+  if (a->amp_level == MIXP_AMP_O2) decorate_model(&m, opt, a->amp_dtype);
+  mixp_grad_scaler *scaler = make_scaler(s, a);
+  static const char *const scaler_modes[] = {"auto", "dynamic", "static", "off"};
+  printf("precision: %s | loss scale: %s", amp_name(a), scaler_modes[mixp_grad_scaler_mode(scaler)]);
+  if (a->clip_norm > 0) printf(" | clip norm %g", a->clip_norm);
+  if (a->accum_steps > 1) printf(" | accumulate %d batches", a->accum_steps);
+  if (a->check_numerics != MIXP_NUMERICS_OFF)
+    printf(" | check numerics: %s", a->check_numerics == MIXP_NUMERICS_WARN ? "warn" : "error");
+  printf("\n");
   fflush(stdout);
 
   mixp_loader_options lo;
   mixp_loader_options_init(&lo);
-  lo.batch_size = a.batch;
+  lo.batch_size = a->batch;
   lo.shuffle = 1;
-  lo.seed = a.seed;
+  lo.seed = a->seed;
   mixp_loader *loader = NULL;
   CHECK(mixp_loader_create(train, &lo, &loader));
 
-  trainer t = {&m, opt, s, &a, 0, 0.0, {0}};
-  double metric = 0, train_seconds = 0, peak = 0;
+  trainer t;
+  memset(&t, 0, sizeof t);
+  t.m = &m;
+  t.opt = opt;
+  t.s = s;
+  t.a = a;
+  t.scaler = scaler;
+  t.amp_on = a->amp_level != MIXP_AMP_O0;
+  mixp_autocast_options_init(&t.autocast);
+  t.autocast.level = a->amp_level;
+  t.autocast.dtype = a->amp_dtype;
+  double train_seconds = 0;
   int64_t train_samples = 0;
+  run_result res;
+  memset(&res, 0, sizeof res);
   const char *metric_name = m.is_gpt ? "val_loss" : "test_accuracy";
-  for (int e = 1; e <= a.epochs; ++e) {
+  for (int e = 1; e <= a->epochs; ++e) {
     CHECK(mixp_memory_stats_reset_peak(s));
+    const int64_t skipped_before = t.skipped;
     epoch_stats r = train_epoch(&t, loader, e, tty);
     double epoch_peak = peak_mb(s);
-    if (epoch_peak > peak) peak = epoch_peak;
+    if (epoch_peak > res.peak_mb) res.peak_mb = epoch_peak;
     double t0 = now_s();
-    metric = evaluate(&m, test, a.limit_test, s);
+    res.metric = evaluate(&m, test, a->limit_test, s, t.amp_on ? &t.autocast : NULL);
     double eval_s = now_s() - t0;
     train_seconds += r.seconds;
     train_samples += r.samples;
-    printf("epoch %d/%d: train_loss=%.4f %s=%.4f samples_per_sec=%.0f time=%.1fs peak_mem_mb=%.1f\n",
-           e, a.epochs, r.loss, metric_name, metric,
+    printf("epoch %d/%d: train_loss=%.4f %s=%.4f samples_per_sec=%.0f time=%.1fs peak_mem_mb=%.1f",
+           e, a->epochs, r.loss, metric_name, res.metric,
            r.seconds > 0 ? (double)r.samples / r.seconds : 0.0, r.seconds + eval_s, epoch_peak);
+    if (t.amp_on)
+      printf(" loss_scale=%g skipped_steps=%" PRId64, current_scale(scaler), t.skipped - skipped_before);
+    printf("\n");
     fflush(stdout);
   }
-  const double rate = train_seconds > 0 ? (double)train_samples / train_seconds : 0.0;
+  res.samples_per_sec = train_seconds > 0 ? (double)train_samples / train_seconds : 0.0;
+  res.epoch_seconds = train_seconds / a->epochs;
+  res.skipped = t.skipped;
+  res.loss_scale = current_scale(scaler);
   if (m.is_gpt)
     printf("final: val_loss=%.4f first_loss=%.4f last_loss=%.4f epochs=%d time=%.1fs "
            "samples_per_sec=%.0f peak_mem_mb=%.1f\n",
-           metric, t.first_loss, recent_loss(&t), a.epochs, now_s() - t_start, rate, peak);
+           res.metric, t.first_loss, recent_loss(&t), a->epochs, now_s() - t_start, res.samples_per_sec,
+           res.peak_mb);
   else
     printf("final: test_accuracy=%.4f epochs=%d time=%.1fs samples_per_sec=%.0f peak_mem_mb=%.1f\n",
-           metric, a.epochs, now_s() - t_start, rate, peak);
+           res.metric, a->epochs, now_s() - t_start, res.samples_per_sec, res.peak_mb);
 
+  mixp_grad_scaler_destroy(scaler);
   mixp_loader_destroy(loader);
   mixp_optimizer_destroy(opt);
   model_destroy(&m);
   mixp_dataset_destroy(train);
   mixp_dataset_destroy(test);
   mixp_session_destroy(s);
+  return res;
+}
+
+int main(int argc, char **argv) {
+  args a;
+  parse_args(argc, argv, &a);
+  int tty = isatty(STDOUT_FILENO);
+  if (!a.compare) {
+    run(&a, tty);
+    return 0;
+  }
+  /* O0, O1 and O2 with the same seed: same initialisation, same batches. */
+  run_result r[3];
+  args runs[3];
+  for (int k = 0; k < 3; ++k) {
+    runs[k] = a;
+    runs[k].amp_level = (mixp_amp_level)k;
+    printf("=== %s ===\n", amp_name(&runs[k]));
+    r[k] = run(&runs[k], tty);
+    printf("\n");
+  }
+  const char *metric = strcmp(a.model, "gpt") == 0 ? "val_loss" : "test_acc";
+  printf("%-12s %12s %12s %13s %10s %9s %9s\n", "precision", "samples/s", "epoch_s", "peak_mem_mb", metric,
+         "skipped", "speed-up");
+  for (int k = 0; k < 3; ++k)
+    printf("%-12s %12.0f %12.2f %13.1f %10.4f %9" PRId64 " %8.2fx\n", amp_name(&runs[k]), r[k].samples_per_sec,
+           r[k].epoch_seconds, r[k].peak_mb, r[k].metric, r[k].skipped,
+           r[0].samples_per_sec > 0 ? r[k].samples_per_sec / r[0].samples_per_sec : 0.0);
   return 0;
 }

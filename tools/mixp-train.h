@@ -41,6 +41,16 @@ typedef struct args {
   int64_t limit_test;
   int64_t hidden[MAX_HIDDEN];
   int n_hidden;
+  /* Mixed precision. */
+  mixp_amp_level amp_level;     /* --amp O0|O1|O2 */
+  mixp_dtype amp_dtype;         /* --amp-dtype f16|bf16 (default bf16) */
+  mixp_scaler_mode loss_scale;  /* --loss-scale dynamic|static:N|off (default: by dtype) */
+  double static_scale;          /* the N of static:N */
+  double init_scale;            /* --init-scale (default 65536) */
+  double clip_norm;             /* --clip-norm (0: off) */
+  int accum_steps;              /* --accum-steps (default 1) */
+  mixp_numerics_mode check_numerics; /* --check-numerics off|warn|error */
+  int compare;                  /* --compare: O0, O1 and O2 in one table */
 } args;
 
 /* Prints the library's message for a failed call and exits 1. */
@@ -60,27 +70,25 @@ const char *open_data(mixp_session *s, const args *a, mixp_dataset **train,
 /* ---- models ----------------------------------------------------------------- */
 
 typedef struct model {
-  int is_mlp; /* the hand-built MLP (the --hidden flag), not the zoo's */
   int is_gpt; /* a language model: logits [B, T, V], targets [B, T] */
-  mixp_module *layers[MAX_HIDDEN]; /* MLP */
-  int n_layers;
-  int64_t in_features;
-  mixp_module *zoo; /* every other model */
-  char config[MAX_CONFIG]; /* the zoo configuration string, or a summary */
+  mixp_module *zoo;
+  char zoo_config[MAX_CONFIG]; /* what mixp_model_create was given */
+  char config[MAX_CONFIG]; /* what is printed: the zoo configuration, or the
+                              MLP's summary such as "mlp 784-256-128-10" */
 } model;
 
 /* Builds the model for data samples of `sample_shape` with `classes`
- * classes (the vocabulary size for text). Exits 2 for a bad --model-config
- * that the flags alone can tell, 1 when the library refuses it. */
+ * classes (the vocabulary size for text); with --checkpoint-activations
+ * the zoo model runs each of its blocks in a checkpoint region of its own
+ * (config key checkpoint=1). Exits 2 for a bad --model-config that the flags
+ * alone can tell, 1 when the library refuses it. */
 void model_create(mixp_session *s, const args *a, const int64_t *sample_shape, int ndim,
                   int64_t classes, model *m);
 void model_destroy(model *m);
 /* Parameters (new references) into `out` (capacity `cap`); returns the count. */
 int model_parameters(const model *m, mixp_tensor **out, int cap);
-/* Logits of a batch (owned). With `checkpoint`, activations are recomputed
- * in backward instead of kept (one region per MLP layer, one around a zoo
- * model's forward). */
-mixp_tensor *model_forward(const model *m, mixp_session *s, const mixp_tensor *x, int checkpoint);
+/* Logits of a batch (owned). */
+mixp_tensor *model_forward(const model *m, const mixp_tensor *x);
 void model_set_training(const model *m, int training);
 /* Mean cross-entropy of logits against targets (token level for gpt). */
 mixp_tensor *model_loss(const model *m, const mixp_tensor *logits, const mixp_tensor *y);

@@ -666,6 +666,19 @@ MIXP_API mixp_status mixp_checkpoint_begin(mixp_session *session);
 MIXP_API mixp_status mixp_checkpoint_end(mixp_session *session, mixp_tensor *const *outputs,
                                          int n);
 
+/**
+ * Discards the open region, for error paths: when an operation inside a
+ * region fails, abort the region so that begin and end stay balanced. The
+ * values made inside the region keep no gradient history (like values
+ * computed in a no-grad region), the tape and the region's hold on its
+ * inputs are released, and grad mode is what it was at
+ * mixp_checkpoint_begin(): no-grad regions opened inside the region and still
+ * open are closed with it.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a NULL or destroyed session;
+ *         MIXP_ERR_STATE when no region is open.
+ */
+MIXP_API mixp_status mixp_checkpoint_abort(mixp_session *session);
+
 /** @} */
 
 /** @defgroup ops Operations
@@ -1221,7 +1234,13 @@ MIXP_API int64_t mixp_module_num_parameter_elements(const mixp_module *module);
  * docs/model-zoo.md). Grammar: a model name, then whitespace-separated
  * `key=value` pairs, each key at most once; values are integers, reals,
  * words or comma-separated integer lists. Every model accepts
- * `dtype=f32|f64|f16|bf16` (parameter dtype, default f32). Models are built
+ * `dtype=f32|f64|f16|bf16` (parameter dtype, default f32) and
+ * `checkpoint=0|1` (default 0): with 1, a training-mode forward pass with
+ * grad mode on runs each block (gpt: transformer block; resnet: BasicBlock or
+ * Bottleneck; mobilenet_v3: inverted residual; cnn: conv block; mlp: hidden
+ * Linear with its activation) in a checkpoint region of its own, so that
+ * backward recomputes one block at a time; gradients are bitwise those of
+ * checkpoint=0 and the peak memory is lower. Models are built
  * from the public layers and operations; parameter names follow PyTorch and
  * torchvision (e.g. "layer1.0.conv1.weight").
  *
@@ -1640,14 +1659,16 @@ MIXP_API void mixp_decorate_options_init(mixp_decorate_options *options);
  * handles obtained before the call keep referring to the old fp32 tensors:
  * fetch them again with mixp_module_parameter(). Call it before training.
  * @param model     The module tree to cast.
- * @param optimizer Optional (NULL: only the model is cast); every one of its
- *                  parameters must be a parameter of @p model.
+ * @param optimizer Optional (NULL: only the model is cast). It may also hold
+ *                  parameters of other modules (decorate each module with
+ *                  the same optimizer); those are left alone, but it must
+ *                  hold at least one parameter of @p model.
  * @param options   NULL for the defaults.
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or stale handles, a bad
- *         options field, or an optimizer parameter that is not a parameter of
- *         the model; MIXP_ERR_STATE when the model (or a module of it) was
- *         already decorated, the optimizer already has fp32 masters, or it
- *         has already stepped (its state exists); MIXP_ERR_DEVICE when model
+ *         options field, or an optimizer holding none of the model's
+ *         parameters; MIXP_ERR_STATE when the model (or a module of it) was
+ *         already decorated, or the optimizer has already stepped (its state
+ *         exists); MIXP_ERR_DEVICE when model
  *         and optimizer belong to different sessions. A failed call changes
  *         nothing.
  */

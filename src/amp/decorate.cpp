@@ -71,23 +71,24 @@ void decorate(Module &model, Optimizer *opt, const mixp_decorate_options *opts, 
   if (opt) {
     if (opt->session.get() != s)
       fail(MIXP_ERR_DEVICE, fn, ": optimizer belongs to a different session than the model");
-    for (const Optimizer::Slot &slot : opt->slots)
-      if (slot.master)
-        fail(MIXP_ERR_STATE, fn,
-             ": the optimizer already has fp32 master weights (it was decorated before)");
     if (opt->has_state() || opt->step_count > 0)
       fail(MIXP_ERR_STATE, fn,
            ": the optimizer has already stepped (its state exists); decorate before the first "
            "step");
     std::unordered_map<const Tensor *, size_t> index;
     for (size_t i = 0; i < np; ++i) index.emplace(model.parameter(i).get(), i);
+    // The optimizer may also hold other modules' parameters (one optimizer
+    // over several models, decorated one model at a time, like Paddle's
+    // decorate(models=[...])); those are left alone.
+    size_t matched = 0;
     for (size_t k = 0; k < opt->slots.size(); ++k) {
       auto it = index.find(opt->slots[k].param.get());
-      if (it == index.end())
-        fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": optimizer parameter ", k,
-             " is not a parameter of the model");
+      if (it == index.end()) continue;
       slot_of[it->second] = long(k);
+      ++matched;
     }
+    if (matched == 0 && np > 0)
+      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": the optimizer holds none of the model's parameters");
   }
 
   // Phase 1: every new tensor, so that a failure (out of memory) changes

@@ -23,4 +23,9 @@ mixp_status mixp_checkpoint_end(mixp_session *session, mixp_tensor *const *outpu
   });
 }
 
+mixp_status mixp_checkpoint_abort(mixp_session *session) {
+  const char *fn = "mixp_checkpoint_abort";
+  return guard(fn, [&] { checkpoint_abort(check_session(session, fn)); });
+}
+
 }  // extern "C"

@@ -277,6 +277,20 @@ void checkpoint_begin(Session *s) {
   s->checkpoint = std::move(r);
 }
 
+// The values made inside keep no history (grad mode was off while they were
+// computed) and their tags name a serial no later region reuses, so dropping
+// the region is all there is to undo. No-grad regions still open inside it
+// go with it: the caller is unwinding from an error and cannot know how far
+// the failed code got.
+void checkpoint_abort(Session *s) {
+  if (!s->checkpoint)
+    fail(MIXP_ERR_STATE, "mixp_checkpoint_abort: no checkpoint region is open (call mixp_checkpoint_begin "
+         "first)");
+  const size_t depth = s->checkpoint->grad_depth;
+  if (s->grad_mode_stack.size() >= depth) s->grad_mode_stack.resize(depth - 1);
+  s->checkpoint.reset();
+}
+
 void checkpoint_end(Session *s, const std::vector<Tensor *> &outputs) {
   const char *fn = "mixp_checkpoint_end";
   if (!s->checkpoint)

@@ -63,5 +63,7 @@ void checkpoint_untaped(Session *s, const char *op, const char *why);
 void checkpoint_begin(Session *s);
 // `outputs` are validated handles of the session; see mixp_checkpoint_end.
 void checkpoint_end(Session *s, const std::vector<Tensor *> &outputs);
+// Discards the open region (see mixp_checkpoint_abort).
+void checkpoint_abort(Session *s);
 
 }  // namespace mixp

@@ -1,7 +1,9 @@
 // Building blocks of the zoo: layers made through the public create
-// functions, with the initialisations the reference architectures use.
+// functions, with the initialisations the reference architectures use, and
+// the per-block checkpoint regions of the key checkpoint=1.
 #include <cmath>
 
+#include "core/error.hpp"
 #include "models/models.hpp"
 #include "nn/api_call.hpp"
 
@@ -52,6 +54,56 @@ std::unique_ptr<Module> attention(Session *s, int64_t e, int64_t heads, double d
                                   mixp_dtype dtype) {
   mixp_module *m = nullptr;
   return nn::adopt(mixp_multihead_attention_create(s, e, heads, 1, dropout, 1, dtype, &m), m);
+}
+
+bool get_checkpoint(Config &cfg) { return cfg.get_int("checkpoint", 0, 0, 1) != 0; }
+
+TensorPtr checkpointed(const Module &m, bool on, const std::function<TensorPtr()> &body) {
+  mixp_session *s = m.session();
+  if (!on || !m.training() || !mixp_grad_enabled(s)) return body();
+  nn::check(mixp_checkpoint_begin(s));
+  TensorPtr y;
+  try {
+    y = body();
+  } catch (...) {
+    mixp_checkpoint_abort(s);
+    throw;
+  }
+  mixp_tensor *out = y.get();
+  const mixp_status st = mixp_checkpoint_end(s, &out, 1);
+  if (st != MIXP_OK) {
+    // Some failures of end leave the region open, others close it; the
+    // abort then finds none, and only the end's message matters.
+    Error e(st, mixp_last_error());
+    mixp_checkpoint_abort(s);
+    throw e;
+  }
+  return y;
+}
+
+void BlockSequential::append(std::unique_ptr<Module> m) {
+  const size_t i = num_children();
+  register_module(std::to_string(i), std::move(m));
+  runs_.push_back({i, i + 1, false});
+}
+
+void BlockSequential::append_block(std::vector<std::unique_ptr<Module>> ms) {
+  const size_t first = num_children();
+  for (auto &m : ms) register_module(std::to_string(num_children()), std::move(m));
+  runs_.push_back({first, num_children(), true});
+}
+
+TensorPtr BlockSequential::forward(const TensorPtr &x) {
+  TensorPtr h = x;
+  for (const Run &r : runs_) {
+    auto run = [&] {
+      TensorPtr y = h;
+      for (size_t i = r.first; i < r.last; ++i) y = child_slot(i).forward(y);
+      return y;
+    };
+    h = checkpointed(*this, r.block && checkpoint_, run);
+  }
+  return h;
 }
 
 void init_normal(const Module &m, const char *name, double std) {

@@ -3,7 +3,8 @@
 // GELU MLP of 4 * n_embd, each added to the residual stream), a final
 // LayerNorm and an output projection tied to the token embedding. GPT-2's
 // init: N(0, 0.02) weights, zero biases, and the residual projections scaled
-// by 1/sqrt(2 * n_layer).
+// by 1/sqrt(2 * n_layer). With checkpoint=1 each block is a checkpoint
+// region of its own.
 #include <cmath>
 
 #include "core/error.hpp"
@@ -18,8 +19,9 @@ constexpr double kStd = 0.02;
 
 class Block final : public Module {
  public:
-  Block(Session *s, int64_t e, int64_t heads, double p, int64_t n_layer, mixp_dtype dtype)
-      : Module(s, "Block") {
+  Block(Session *s, int64_t e, int64_t heads, double p, int64_t n_layer, mixp_dtype dtype,
+        bool checkpoint)
+      : Module(s, "Block"), checkpoint_(checkpoint) {
     register_module("ln_1", layernorm(s, e, dtype));
     auto attn = attention(s, e, heads, p, dtype);
     init_normal(*attn, "in_proj_weight", kStd);
@@ -42,17 +44,22 @@ class Block final : public Module {
   }
 
   TensorPtr forward(const TensorPtr &x) override {
-    TensorPtr a = child_slot(4).forward(child_slot(1).forward(child_slot(0).forward(x)));
-    TensorPtr h = nn::call(mixp_add, x.get(), a.get());
-    TensorPtr m = child_slot(3).forward(child_slot(2).forward(h));
-    return nn::call(mixp_add, h.get(), m.get());
+    return checkpointed(*this, checkpoint_, [&] {
+      TensorPtr a = child_slot(4).forward(child_slot(1).forward(child_slot(0).forward(x)));
+      TensorPtr h = nn::call(mixp_add, x.get(), a.get());
+      TensorPtr m = child_slot(3).forward(child_slot(2).forward(h));
+      return nn::call(mixp_add, h.get(), m.get());
+    });
   }
+
+ private:
+  bool checkpoint_;
 };
 
 class Gpt final : public Module {
  public:
   Gpt(Session *s, int64_t n_layer, int64_t heads, int64_t e, int64_t vocab, int64_t block,
-      double p, mixp_dtype dtype)
+      double p, mixp_dtype dtype, bool checkpoint)
       : Module(s, "GPT"), block_(block) {
     auto wte = embedding(s, vocab, e, dtype);
     auto wpe = embedding(s, block, e, dtype);
@@ -62,7 +69,8 @@ class Gpt final : public Module {
     register_module("wpe", std::move(wpe));
     register_module("drop", nn::dropout(s, p));
     auto h = std::make_unique<nn::Sequential>(s);
-    for (int64_t i = 0; i < n_layer; ++i) h->append(std::make_unique<Block>(s, e, heads, p, n_layer, dtype));
+    for (int64_t i = 0; i < n_layer; ++i)
+      h->append(std::make_unique<Block>(s, e, heads, p, n_layer, dtype, checkpoint));
     register_module("h", std::move(h));
     register_module("ln_f", layernorm(s, e, dtype));
   }
@@ -103,11 +111,12 @@ std::unique_ptr<Module> make_gpt(Session *s, Config &cfg) {
   const int64_t block = cfg.get_int("block_size", 64, 1, kMax);
   const double p = cfg.get_double("dropout", 0.0, 0.0, 1.0, true);
   const mixp_dtype dtype = cfg.get_dtype();
+  const bool checkpoint = get_checkpoint(cfg);
   cfg.finish();
   if (n_embd % n_head != 0)
     fail(MIXP_ERR_INVALID_ARGUMENT, "mixp_model_create: gpt: n_embd=", n_embd,
          " must be divisible by n_head=", n_head);
-  return std::make_unique<Gpt>(s, n_layer, n_head, n_embd, vocab, block, p, dtype);
+  return std::make_unique<Gpt>(s, n_layer, n_head, n_embd, vocab, block, p, dtype, checkpoint);
 }
 
 }  // namespace mixp::models

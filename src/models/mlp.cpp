@@ -1,4 +1,5 @@
-// mlp: Flatten, then Linear+ReLU(+Dropout) per hidden size, then Linear.
+// mlp: Flatten, then Linear+ReLU(+Dropout) per hidden size (one block each,
+// for checkpoint=1), then Linear.
 #include "models/models.hpp"
 #include "nn/layers.hpp"
 
@@ -11,16 +12,19 @@ std::unique_ptr<Module> make_mlp(Session *s, Config &cfg) {
   const int64_t classes = cfg.get_int("classes", 10, 1, kMax);
   const double p = cfg.get_double("dropout", 0.0, 0.0, 1.0, true);
   const mixp_dtype dtype = cfg.get_dtype();
+  const bool checkpoint = get_checkpoint(cfg);
   cfg.finish();
 
-  auto m = std::make_unique<nn::Sequential>(s);
+  auto m = std::make_unique<BlockSequential>(s, checkpoint);
   // Image batches [N, C, H, W] arrive as they are; [N, in] passes unchanged.
   m->append(nn::flatten(s, 1));
   int64_t width = in;
   for (int64_t h : hidden) {
-    m->append(linear(s, width, h, true, dtype));
-    m->append(nn::relu(s));
-    if (p > 0) m->append(nn::dropout(s, p));
+    std::vector<std::unique_ptr<Module>> layer;
+    layer.push_back(linear(s, width, h, true, dtype));
+    layer.push_back(nn::relu(s));
+    if (p > 0) layer.push_back(nn::dropout(s, p));
+    m->append_block(std::move(layer));
     width = h;
   }
   m->append(linear(s, width, classes, true, dtype));

@@ -2,7 +2,8 @@
 // large, with the same block table, channel rounding (_make_divisible),
 // squeeze-excitation, BatchNorm(eps 0.001, momentum 0.01), classifier and
 // initialisation, so parameter counts and names ("features.4.block.2.fc1")
-// match torchvision's.
+// match torchvision's. With checkpoint=1 each inverted-residual block is a
+// checkpoint region of its own.
 #include <algorithm>
 #include <cmath>
 
@@ -66,8 +67,9 @@ class SqueezeExcitation final : public Module {
 
 class InvertedResidual final : public Module {
  public:
-  InvertedResidual(Session *s, const BlockConf &c, mixp_dtype dtype)
-      : Module(s, "InvertedResidual"), residual_(c.stride == 1 && c.in == c.out) {
+  InvertedResidual(Session *s, const BlockConf &c, mixp_dtype dtype, bool checkpoint)
+      : Module(s, "InvertedResidual"), residual_(c.stride == 1 && c.in == c.out),
+        checkpoint_(checkpoint) {
     auto block = std::make_unique<nn::Sequential>(s);
     if (c.expanded != c.in) block->append(conv_bn_act(s, c.in, c.expanded, 1, 1, 1, c.act, dtype));
     block->append(conv_bn_act(s, c.expanded, c.expanded, c.kernel, c.stride, c.expanded, c.act,
@@ -81,22 +83,25 @@ class InvertedResidual final : public Module {
   }
 
   TensorPtr forward(const TensorPtr &x) override {
-    TensorPtr y = child_slot(0).forward(x);
-    return residual_ ? nn::call(mixp_add, y.get(), x.get()) : y;
+    return checkpointed(*this, checkpoint_, [&] {
+      TensorPtr y = child_slot(0).forward(x);
+      return residual_ ? nn::call(mixp_add, y.get(), x.get()) : y;
+    });
   }
 
  private:
-  bool residual_;
+  bool residual_, checkpoint_;
 };
 
 class MobileNetV3 final : public Module {
  public:
   MobileNetV3(Session *s, const std::vector<BlockConf> &confs, int64_t in_channels,
-              int64_t last_channel, int64_t classes, double dropout, mixp_dtype dtype)
+              int64_t last_channel, int64_t classes, double dropout, mixp_dtype dtype,
+              bool checkpoint)
       : Module(s, "MobileNetV3"), in_channels_(in_channels) {
     auto features = std::make_unique<nn::Sequential>(s);
     features->append(conv_bn_act(s, in_channels, confs[0].in, 3, 2, 1, Act::Hardswish, dtype));
-    for (const BlockConf &c : confs) features->append(std::make_unique<InvertedResidual>(s, c, dtype));
+    for (const BlockConf &c : confs) features->append(std::make_unique<InvertedResidual>(s, c, dtype, checkpoint));
     const int64_t last_in = confs.back().out, last_out = 6 * last_in;
     features->append(conv_bn_act(s, last_in, last_out, 1, 1, 1, Act::Hardswish, dtype));
     register_module("features", std::move(features));
@@ -165,11 +170,12 @@ std::unique_ptr<Module> make_mobilenet_v3(Session *s, Config &cfg) {
   const double wm = cfg.get_double("width_mult", 1.0, 0.01, 16.0, false);
   const double dropout = cfg.get_double("dropout", 0.2, 0.0, 1.0, true);
   const mixp_dtype dtype = cfg.get_dtype();
+  const bool checkpoint = get_checkpoint(cfg);
   cfg.finish();
   const bool large = size == "large";
   const int64_t last_channel = make_divisible((large ? 1280.0 : 1024.0) * wm);
   return std::make_unique<MobileNetV3>(s, block_table(large, wm), in_channels, last_channel,
-                                       classes, dropout, dtype);
+                                       classes, dropout, dtype, checkpoint);
 }
 
 }  // namespace mixp::models

@@ -2,7 +2,9 @@
 // Each factory reads its keys from the Config, calls cfg.finish() (so a bad
 // key fails before any parameter is drawn), then builds the model.
 #pragma once
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "models/config.hpp"
 #include "nn/module.hpp"
@@ -36,6 +38,42 @@ std::unique_ptr<Module> layernorm(Session *s, int64_t d, mixp_dtype dtype);
 std::unique_ptr<Module> embedding(Session *s, int64_t n, int64_t d, mixp_dtype dtype);
 std::unique_ptr<Module> attention(Session *s, int64_t e, int64_t heads, double dropout,
                                   mixp_dtype dtype);
+
+// ---- activation checkpointing per block (blocks.cpp) -----------------------
+// Every model reads the key checkpoint=0|1. With 1 it runs each block in a
+// checkpoint region of its own, so that backward recomputes one block at a
+// time and the forward pass keeps only the blocks' inputs and outputs.
+
+// The common key: checkpoint=0 (default) or 1.
+bool get_checkpoint(Config &cfg);
+
+// Runs `body` (the forward pass of block `m`) in its own checkpoint region
+// when `on`, `m` is training and grad mode is on; otherwise runs it plainly.
+// Evaluation, no-grad passes and passes inside a caller's region (where grad
+// mode reads off) therefore open none. If `body` or the region's end fails,
+// the region is aborted, so begin and end stay balanced, and the error goes
+// on to the caller unchanged.
+TensorPtr checkpointed(const Module &m, bool on, const std::function<TensorPtr()> &body);
+
+// A Sequential (children named "0", "1", ... as torch.nn.Sequential, so
+// parameter names are unchanged) in which runs of consecutive children form
+// blocks: append() adds a child outside any block, append_block() adds a
+// block of several children, each checkpointed as one when `checkpoint`.
+class BlockSequential final : public Module {
+ public:
+  BlockSequential(Session *s, bool checkpoint) : Module(s, "Sequential"), checkpoint_(checkpoint) {}
+  void append(std::unique_ptr<Module> m);
+  void append_block(std::vector<std::unique_ptr<Module>> ms);
+  TensorPtr forward(const TensorPtr &x) override;
+
+ private:
+  struct Run {
+    size_t first, last;  // children [first, last)
+    bool block;
+  };
+  bool checkpoint_;
+  std::vector<Run> runs_;
+};
 
 // In-place re-initialisation of a module's parameter by name.
 void init_normal(const Module &m, const char *name, double std);

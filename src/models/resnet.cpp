@@ -1,7 +1,8 @@
 // resnet: torchvision's ResNet-18/34/50 (He et al. 2016, "v1.5" with the
 // stride in the 3x3 conv of the bottleneck), with configurable input
 // channels, base width and classes. Parameter names match torchvision's
-// state dict ("layer2.0.downsample.1.running_mean").
+// state dict ("layer2.0.downsample.1.running_mean"). With checkpoint=1 each
+// BasicBlock/Bottleneck is a checkpoint region of its own.
 #include "core/error.hpp"
 #include "models/models.hpp"
 #include "nn/api_call.hpp"
@@ -29,9 +30,10 @@ std::unique_ptr<Module> downsample(Session *s, int64_t in, int64_t out, int64_t 
 
 class Block : public Module {
  public:
-  using Module::Module;
+  Block(Session *s, const char *type, bool checkpoint) : Module(s, type), checkpoint_(checkpoint) {}
 
  protected:
+  TensorPtr run(const std::function<TensorPtr()> &body) { return checkpointed(*this, checkpoint_, body); }
   // out = relu(residual + (downsample ? downsample(x) : x))
   TensorPtr finish(const TensorPtr &x, const TensorPtr &residual) {
     TensorPtr identity = has_down_ ? child_slot(down_).forward(x) : x;
@@ -45,6 +47,7 @@ class Block : public Module {
   }
 
  private:
+  bool checkpoint_;
   bool has_down_ = false;
   size_t down_ = 0;
 };
@@ -52,8 +55,9 @@ class Block : public Module {
 class BasicBlock final : public Block {
  public:
   static constexpr int64_t kExpansion = 1;
-  BasicBlock(Session *s, int64_t in, int64_t planes, int64_t stride, mixp_dtype dtype)
-      : Block(s, "BasicBlock") {
+  BasicBlock(Session *s, int64_t in, int64_t planes, int64_t stride, mixp_dtype dtype,
+             bool checkpoint)
+      : Block(s, "BasicBlock", checkpoint) {
     register_module("conv1", conv2d(s, in, planes, 3, stride, 1, 1, false, dtype, kInit));
     register_module("bn1", bn(s, planes, dtype));
     register_module("conv2", conv2d(s, planes, planes, 3, 1, 1, 1, false, dtype, kInit));
@@ -62,17 +66,20 @@ class BasicBlock final : public Block {
   }
 
   TensorPtr forward(const TensorPtr &x) override {
-    TensorPtr h = relu(child_slot(1).forward(child_slot(0).forward(x)));
-    h = child_slot(3).forward(child_slot(2).forward(h));
-    return finish(x, h);
+    return run([&] {
+      TensorPtr h = relu(child_slot(1).forward(child_slot(0).forward(x)));
+      h = child_slot(3).forward(child_slot(2).forward(h));
+      return finish(x, h);
+    });
   }
 };
 
 class Bottleneck final : public Block {
  public:
   static constexpr int64_t kExpansion = 4;
-  Bottleneck(Session *s, int64_t in, int64_t planes, int64_t stride, mixp_dtype dtype)
-      : Block(s, "Bottleneck") {
+  Bottleneck(Session *s, int64_t in, int64_t planes, int64_t stride, mixp_dtype dtype,
+             bool checkpoint)
+      : Block(s, "Bottleneck", checkpoint) {
     const int64_t out = planes * kExpansion;
     register_module("conv1", conv2d(s, in, planes, 1, 1, 0, 1, false, dtype, kInit));
     register_module("bn1", bn(s, planes, dtype));
@@ -84,17 +91,19 @@ class Bottleneck final : public Block {
   }
 
   TensorPtr forward(const TensorPtr &x) override {
-    TensorPtr h = relu(child_slot(1).forward(child_slot(0).forward(x)));
-    h = relu(child_slot(3).forward(child_slot(2).forward(h)));
-    h = child_slot(5).forward(child_slot(4).forward(h));
-    return finish(x, h);
+    return run([&] {
+      TensorPtr h = relu(child_slot(1).forward(child_slot(0).forward(x)));
+      h = relu(child_slot(3).forward(child_slot(2).forward(h)));
+      h = child_slot(5).forward(child_slot(4).forward(h));
+      return finish(x, h);
+    });
   }
 };
 
 class ResNet final : public Module {
  public:
   ResNet(Session *s, bool bottleneck, const int (&layers)[4], int64_t in_channels,
-         int64_t width, int64_t classes, mixp_dtype dtype)
+         int64_t width, int64_t classes, mixp_dtype dtype, bool checkpoint)
       : Module(s, "ResNet"), in_channels_(in_channels) {
     register_module("conv1", conv2d(s, in_channels, width, 7, 2, 3, 1, false, dtype, kInit));
     register_module("bn1", bn(s, width, dtype));
@@ -108,9 +117,9 @@ class ResNet final : public Module {
       for (int b = 0; b < layers[stage]; ++b) {
         const int64_t stride = (stage > 0 && b == 0) ? 2 : 1;
         if (bottleneck)
-          layer->append(std::make_unique<Bottleneck>(s, in, planes, stride, dtype));
+          layer->append(std::make_unique<Bottleneck>(s, in, planes, stride, dtype, checkpoint));
         else
-          layer->append(std::make_unique<BasicBlock>(s, in, planes, stride, dtype));
+          layer->append(std::make_unique<BasicBlock>(s, in, planes, stride, dtype, checkpoint));
         in = planes * expansion;
       }
       register_module("layer" + std::to_string(stage + 1), std::move(layer));
@@ -142,6 +151,7 @@ std::unique_ptr<Module> make_resnet(Session *s, Config &cfg) {
   const int64_t in_channels = cfg.get_int("in_channels", 3, 1, int64_t(1) << 16);
   const int64_t width = cfg.get_int("width", 64, 1, 4096);
   const mixp_dtype dtype = cfg.get_dtype();
+  const bool checkpoint = get_checkpoint(cfg);
   static const int k18[4] = {2, 2, 2, 2}, k34[4] = {3, 4, 6, 3};
   if (depth != 18 && depth != 34 && depth != 50)
     fail(MIXP_ERR_INVALID_ARGUMENT, "mixp_model_create: resnet: invalid value '", depth,
@@ -149,7 +159,7 @@ std::unique_ptr<Module> make_resnet(Session *s, Config &cfg) {
   cfg.finish();
   const bool bottleneck = depth == 50;
   return std::make_unique<ResNet>(s, bottleneck, depth == 18 ? k18 : k34, in_channels, width,
-                                  classes, dtype);
+                                  classes, dtype, checkpoint);
 }
 
 }  // namespace mixp::models

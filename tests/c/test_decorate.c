@@ -250,6 +250,50 @@ static void test_decorated_training(void **state) {
   mixp_session_destroy(s);
 }
 
+/* One optimizer over two modules, decorated one module at a time: both get
+ * half parameters with fp32 masters, and the masters carry the updates. */
+static void test_two_modules_one_optimizer(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  mixp_module *a = linear(s, 4, 3, 1, MIXP_F32), *b = linear(s, 3, 2, 1, MIXP_F32);
+  mixp_tensor *params[4] = {param_at(a, 0), param_at(a, 1), param_at(b, 0), param_at(b, 1)};
+  mixp_optimizer_options oo;
+  mixp_optimizer_options_init(&oo, MIXP_OPTIM_SGD);
+  oo.lr = 1e-3;
+  mixp_optimizer *opt = NULL;
+  MT_OK(mixp_optimizer_create(s, params, 4, &oo, &opt));
+  for (int i = 0; i < 4; ++i) fill_param(params[i], 1.0);
+  mixp_decorate_options o;
+  mixp_decorate_options_init(&o);
+  o.dtype = MIXP_BF16;
+  MT_OK(mixp_amp_decorate(a, opt, &o));
+  assert_int_equal(dtype_at(a, 0), MIXP_BF16);
+  assert_int_equal(dtype_at(b, 0), MIXP_F32); /* b untouched until its own call */
+  MT_OK(mixp_amp_decorate(b, opt, &o));
+  assert_int_equal(dtype_at(b, 0), MIXP_BF16);
+  /* 1 - 1e-3 rounds back to 1 in bf16; ten such steps (0.99) only survive in the masters. */
+  for (int step = 0; step < 10; ++step) {
+    for (int m = 0; m < 2; ++m)
+      for (int i = 0; i < 2; ++i) {
+        mixp_tensor *p = param_at(m ? b : a, i);
+        add_grad(p, 1.0);
+        mixp_tensor_release(p);
+      }
+    MT_OK(mixp_optimizer_step(opt));
+    MT_OK(mixp_optimizer_zero_grad(opt));
+  }
+  mixp_tensor *pb = param_at(b, 0);
+  double *v = mt_values(pb);
+  assert_true(v[0] < 1.0 && v[0] > 0.98); /* 0.99 rounded to bf16: 0.98828125 */
+  free(v);
+  mixp_tensor_release(pb);
+  for (int i = 0; i < 4; ++i) mixp_tensor_release(params[i]);
+  mixp_optimizer_destroy(opt);
+  mixp_module_destroy(a);
+  mixp_module_destroy(b);
+  mixp_session_destroy(s);
+}
+
 static void test_decorate_misuse(void **state) {
   (void)state;
   mixp_session *s = mt_session(), *s2 = mt_session();
@@ -286,10 +330,14 @@ static void test_decorate_misuse(void **state) {
   mixp_optimizer_options_init(&oo, MIXP_OPTIM_SGD);
   mixp_optimizer *bad = NULL;
   MT_OK(mixp_optimizer_create(s, params, 3, &oo, &bad));
-  MT_FAILS(mixp_amp_decorate(m, bad, NULL), MIXP_ERR_INVALID_ARGUMENT,
-           "optimizer parameter 2 is not a parameter of the model");
+  /* An optimizer over none of the model's parameters. */
+  mixp_optimizer *unrelated = NULL;
+  MT_OK(mixp_optimizer_create(s, &foreign, 1, &oo, &unrelated));
+  MT_FAILS(mixp_amp_decorate(m, unrelated, NULL), MIXP_ERR_INVALID_ARGUMENT,
+           "holds none of the model's parameters");
   assert_int_equal(dtype_at(m, 0), MIXP_F32); /* nothing changed */
   assert_int_equal(dtype_at(m, 1), MIXP_F32);
+  mixp_optimizer_destroy(unrelated);
   mixp_optimizer_destroy(bad);
 
   /* An optimizer that already stepped. */
@@ -307,14 +355,13 @@ static void test_decorate_misuse(void **state) {
   MT_FAILS(mixp_amp_decorate(m, other, NULL), MIXP_ERR_DEVICE, "different session");
   assert_int_equal(dtype_at(m, 0), MIXP_F32);
 
-  /* Decorated once: a second decoration of the model, or of an optimizer
-   * that already has masters, is refused. */
+  /* Decorated once: a second decoration of the model is refused. */
   mixp_optimizer *good = NULL;
   MT_OK(mixp_optimizer_create(s, params, 2, &oo, &good));
   MT_OK(mixp_amp_decorate(m, good, NULL));
   MT_FAILS(mixp_amp_decorate(m, NULL, NULL), MIXP_ERR_STATE, "already decorated");
   mixp_module *m3 = linear(s, 3, 2, 1, MIXP_F32);
-  MT_FAILS(mixp_amp_decorate(m3, good, NULL), MIXP_ERR_STATE, "already has fp32 master weights");
+  MT_FAILS(mixp_amp_decorate(m3, good, NULL), MIXP_ERR_INVALID_ARGUMENT, "holds none of the model's parameters");
   assert_int_equal(dtype_at(m3, 0), MIXP_F32);
   assert_int_equal(dtype_at(m, 0), MIXP_F16);
 
@@ -346,6 +393,7 @@ int main(void) {
       cmocka_unit_test(test_master_weights_keep_small_updates),
       cmocka_unit_test(test_master_grad_keeps_f32_grads),
       cmocka_unit_test(test_decorated_training),
+      cmocka_unit_test(test_two_modules_one_optimizer),
       cmocka_unit_test(test_decorate_misuse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

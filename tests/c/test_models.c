@@ -533,7 +533,7 @@ static void test_config_errors(void **state) {
   MT_FAILS(mixp_model_create(s, "depth=18", &m), MIXP_ERR_INVALID_ARGUMENT,
            "config must start with a model name, got 'depth=18'");
   MT_FAILS(mixp_model_create(s, "resnet depht=18", &m), MIXP_ERR_INVALID_ARGUMENT,
-           "resnet: unknown key 'depht' (known keys: depth, classes, in_channels, width, dtype)");
+           "resnet: unknown key 'depht' (known keys: depth, classes, in_channels, width, dtype, checkpoint)");
   MT_FAILS(mixp_model_create(s, "resnet depth=", &m), MIXP_ERR_INVALID_ARGUMENT,
            "key 'depth' has no value");
   MT_FAILS(mixp_model_create(s, "resnet depth", &m), MIXP_ERR_INVALID_ARGUMENT,
