@@ -31,7 +31,7 @@ const char *dtype_name(DType t) noexcept {
 
 bool dtype_valid(int t) noexcept { return t >= MIXP_F32 && t <= MIXP_BOOL; }
 
-uint16_t f32_to_f16_bits(float f) noexcept {
+uint16_t f32_to_f16_bits_soft(float f) noexcept {
   uint32_t x;
   std::memcpy(&x, &f, 4);
   const uint16_t sign = uint16_t((x >> 16) & 0x8000u);
@@ -58,7 +58,7 @@ uint16_t f32_to_f16_bits(float f) noexcept {
   return uint16_t(sign | h);
 }
 
-float f16_bits_to_f32(uint16_t h) noexcept {
+float f16_bits_to_f32_soft(uint16_t h) noexcept {
   const uint32_t sign = uint32_t(h & 0x8000u) << 16;
   const uint32_t e = (h >> 10) & 0x1fu;
   const uint32_t m = h & 0x3ffu;

@@ -20,8 +20,28 @@ inline bool is_float(DType t) noexcept {
 inline bool is_half(DType t) noexcept { return t == MIXP_F16 || t == MIXP_BF16; }
 
 // Bit-level conversions. The float->half ones round to nearest even.
-uint16_t f32_to_f16_bits(float f) noexcept;
-float f16_bits_to_f32(uint16_t h) noexcept;
+// Where the compiler has _Float16 (GCC 12 on x86-64), fp16 conversions use
+// it: exact IEEE conversions that become single F16C instructions inside the
+// AVX2/AVX-512 versions of the hot loops (core/simd.hpp) and libgcc calls in
+// baseline code. The portable bit-level versions are the fallback.
+uint16_t f32_to_f16_bits_soft(float f) noexcept;
+float f16_bits_to_f32_soft(uint16_t h) noexcept;
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+inline uint16_t f32_to_f16_bits(float f) noexcept {
+  const _Float16 h = static_cast<_Float16>(f);
+  uint16_t u;
+  std::memcpy(&u, &h, 2);
+  return u;
+}
+inline float f16_bits_to_f32(uint16_t u) noexcept {
+  _Float16 h;
+  std::memcpy(&h, &u, 2);
+  return static_cast<float>(h);
+}
+#else
+inline uint16_t f32_to_f16_bits(float f) noexcept { return f32_to_f16_bits_soft(f); }
+inline float f16_bits_to_f32(uint16_t h) noexcept { return f16_bits_to_f32_soft(h); }
+#endif
 uint16_t f64_to_f16_bits(double d) noexcept;
 inline float bf16_bits_to_f32(uint16_t h) noexcept {
   uint32_t u = uint32_t(h) << 16;

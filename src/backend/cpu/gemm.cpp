@@ -12,6 +12,7 @@
 
 #include "backend/cpu/block_cache.hpp"
 #include "backend/cpu/cpu_backend.hpp"
+#include "core/simd.hpp"
 #include "core/error.hpp"
 
 namespace mixp {
@@ -62,6 +63,16 @@ void gemm_f64(const GemmArgs &g) {
 
 // Copies a strided half matrix stack into a contiguous fp32 buffer.
 template <class H>
+MIXP_KERNEL_CLONES void widen_row(const H *s, int64_t sc, float *d, int64_t cols) {
+  for (int64_t j = 0; j < cols; ++j) d[j] = load<H>(s[j * sc]);
+}
+
+template <class H>
+MIXP_KERNEL_CLONES void narrow_row(const float *s, H *d, int64_t cols) {
+  for (int64_t j = 0; j < cols; ++j) d[j] = store<H>(s[j]);
+}
+
+template <class H>
 void widen(const void *src, int64_t batch, int64_t rows, int64_t cols, int64_t sb, int64_t sr, int64_t sc,
            std::vector<float> &out) {
   out.resize(size_t(batch * rows * cols));
@@ -69,7 +80,7 @@ void widen(const void *src, int64_t batch, int64_t rows, int64_t cols, int64_t s
 #pragma omp parallel for schedule(static) if (batch * rows * cols > 32768)
   for (int64_t r = 0; r < batch * rows; ++r) {
     const int64_t b = r / rows, i = r % rows;
-    for (int64_t j = 0; j < cols; ++j) out[size_t(r * cols + j)] = load<H>(s[b * sb + i * sr + j * sc]);
+    widen_row(s + b * sb + i * sr, sc, out.data() + r * cols, cols);
   }
 }
 
@@ -95,7 +106,7 @@ void gemm_widened(CpuBackend &be, const GemmArgs &g) {
 #pragma omp parallel for schedule(static) if (g.batch * g.m * g.n > 32768)
   for (int64_t r = 0; r < g.batch * g.m; ++r) {
     const int64_t b = r / g.m, i = r % g.m;
-    for (int64_t j = 0; j < g.n; ++j) c[b * g.c_batch + i * g.c_rs + j] = store<H>(c32[size_t(r * g.n + j)]);
+    narrow_row(c32.data() + r * g.n, c + b * g.c_batch + i * g.c_rs, g.n);
   }
 }
 
