@@ -1,0 +1,45 @@
+# Runs `mixp-train --compare` (O0, O1 and O2 with the same seed) for one
+# low-precision dtype and fails unless every AMP row's test accuracy is
+# within MAX_DELTA_UNITS of the O0 row.
+#   cmake -DTRAIN=... -DDTYPE=f16|bf16 -DEPOCHS=N -DMAX_DELTA_UNITS=50 -P amp_compare.cmake
+# (MAX_DELTA_UNITS in units of 1e-4 accuracy: 50 = half a point)
+execute_process(
+  COMMAND ${TRAIN} --amp O2 --amp-dtype ${DTYPE} --compare --epochs ${EPOCHS} --seed 1
+  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+message("${out}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "mixp-train failed (${rc}): ${err}")
+endif()
+set(num "([0-9]+(\\.[0-9]+)?)")
+foreach(row "O0 \\(fp32\\)" "O1 ${DTYPE}" "O2 ${DTYPE}")
+  if(NOT out MATCHES "\n${row} +${num} +${num} +${num} +${num}")
+    message(FATAL_ERROR "no table row for '${row}'")
+  endif()
+  list(APPEND accs ${CMAKE_MATCH_7})
+endforeach()
+# Accuracies print with 4 decimals; CMake has no float math, so compare in
+# units of 1e-4.
+function(to_units value out)
+  string(REGEX MATCH "^([0-9]+)\\.([0-9][0-9][0-9][0-9])" _ "${value}")
+  set(whole "${CMAKE_MATCH_1}")
+  string(REGEX REPLACE "^0+" "" frac "${CMAKE_MATCH_2}")
+  if(frac STREQUAL "")
+    set(frac 0)
+  endif()
+  math(EXPR units "${whole} * 10000 + ${frac}")
+  set(${out} ${units} PARENT_SCOPE)
+endfunction()
+list(GET accs 0 base)
+to_units(${base} b)
+foreach(i 1 2)
+  list(GET accs ${i} acc)
+  to_units(${acc} a)
+  math(EXPR diff "${a} - ${b}")
+  if(diff LESS 0)
+    math(EXPR diff "0 - ${diff}")
+  endif()
+  if(diff GREATER ${MAX_DELTA_UNITS})
+    message(FATAL_ERROR "O${i} ${DTYPE} test accuracy ${acc} is more than ${MAX_DELTA_UNITS}e-4 from O0's ${base}")
+  endif()
+  message(STATUS "O${i} ${DTYPE}: ${acc} vs O0 ${base} (|diff| ${diff}e-4)")
+endforeach()
