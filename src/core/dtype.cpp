@@ -31,52 +31,6 @@ const char *dtype_name(DType t) noexcept {
 
 bool dtype_valid(int t) noexcept { return t >= MIXP_F32 && t <= MIXP_BOOL; }
 
-uint16_t f32_to_f16_bits_soft(float f) noexcept {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint16_t sign = uint16_t((x >> 16) & 0x8000u);
-  x &= 0x7fffffffu;
-  if (x >= 0x7f800000u) {  // inf or NaN; NaN stays NaN (quiet), top payload kept
-    if (x > 0x7f800000u) return uint16_t(sign | 0x7e00u | ((x >> 13) & 0x3ffu));
-    return uint16_t(sign | 0x7c00u);
-  }
-  if (x >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // >= 65520 rounds to inf
-  if (x < 0x38800000u) {  // below 2^-14: half subnormal (or zero)
-    if (x < 0x33000000u) return sign;  // below 2^-25: rounds to zero
-    const uint32_t e = x >> 23;
-    const uint32_t m = (x & 0x7fffffu) | 0x800000u;
-    const uint32_t shift = 126u - e;  // 14..24
-    uint32_t q = m >> shift;
-    const uint32_t rem = m & ((1u << shift) - 1u);
-    const uint32_t half = 1u << (shift - 1u);
-    if (rem > half || (rem == half && (q & 1u))) ++q;
-    return uint16_t(sign | q);
-  }
-  uint32_t h = ((x >> 23) - 112u) << 10 | ((x >> 13) & 0x3ffu);
-  const uint32_t rem = x & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // a carry bumps the exponent
-  return uint16_t(sign | h);
-}
-
-float f16_bits_to_f32_soft(uint16_t h) noexcept {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  const uint32_t e = (h >> 10) & 0x1fu;
-  const uint32_t m = h & 0x3ffu;
-  uint32_t u;
-  if (e == 0) {
-    float f = float(m) * 5.9604644775390625e-8f;  // m * 2^-24, exact
-    std::memcpy(&u, &f, 4);
-    u |= sign;
-  } else if (e == 31) {
-    u = sign | 0x7f800000u | (m << 13);
-  } else {
-    u = sign | ((e + 112u) << 23) | (m << 13);
-  }
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 namespace {
 // Rounds |d| to a binary format with `mant` stored mantissa bits and
 // exponent bias `bias` (max biased exponent 2*bias+1 is inf/NaN), once,

@@ -20,28 +20,49 @@ inline bool is_float(DType t) noexcept {
 inline bool is_half(DType t) noexcept { return t == MIXP_F16 || t == MIXP_BF16; }
 
 // Bit-level conversions. The float->half ones round to nearest even.
-// Where the compiler has _Float16 (GCC 12 on x86-64), fp16 conversions use
-// it: exact IEEE conversions that become single F16C instructions inside the
-// AVX2/AVX-512 versions of the hot loops (core/simd.hpp) and libgcc calls in
-// baseline code. The portable bit-level versions are the fallback.
-uint16_t f32_to_f16_bits_soft(float f) noexcept;
-float f16_bits_to_f32_soft(uint16_t h) noexcept;
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+// fp16 <-> fp32 are written without branches (selects only) so that the
+// multi-versioned loops of core/simd.hpp vectorise them; the approach is
+// F. Giesen's public-domain float/half conversions, with NaN payloads kept.
 inline uint16_t f32_to_f16_bits(float f) noexcept {
-  const _Float16 h = static_cast<_Float16>(f);
-  uint16_t u;
-  std::memcpy(&u, &h, 2);
-  return u;
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  x &= 0x7fffffffu;
+  // Normal results: rebias the exponent and round the 13 dropped bits to
+  // nearest even; a carry into the exponent (even up to inf) is correct.
+  const uint32_t normal = (x + 0xc8000fffu + ((x >> 13) & 1u)) >> 13;  // 0xc8000000 = (15 - 127) << 23
+  // Subnormal results: adding 0.5 aligns the 2^-24 steps to the float's last
+  // mantissa bits, and the FPU rounds to nearest even.
+  float sub_f;
+  std::memcpy(&sub_f, &x, 4);
+  sub_f += 0.5f;
+  uint32_t sub;
+  std::memcpy(&sub, &sub_f, 4);
+  sub -= 0x3f000000u;
+  const uint32_t nan = 0x7e00u | ((x >> 13) & 0x3ffu);
+  uint32_t h = x < 0x38800000u ? sub : normal;
+  h = x >= 0x47800000u ? 0x7c00u : h;  // >= 65536: inf (65520..65536 round to inf above)
+  h = x > 0x7f800000u ? nan : h;
+  return uint16_t(sign | h);
 }
-inline float f16_bits_to_f32(uint16_t u) noexcept {
-  _Float16 h;
-  std::memcpy(&h, &u, 2);
-  return static_cast<float>(h);
+
+inline float f16_bits_to_f32(uint16_t h) noexcept {
+  const uint32_t em = uint32_t(h & 0x7fffu) << 13;
+  const uint32_t exp = em & 0x0f800000u;
+  uint32_t normal = em + 0x38000000u;                       // (127 - 15) << 23
+  normal = exp == 0x0f800000u ? normal + 0x38000000u : normal;  // inf/NaN: all exponent bits
+  // Subnormal halves: renormalise through a float subtraction (exact).
+  uint32_t sub_u = em + 0x38800000u;
+  float sub_f;
+  std::memcpy(&sub_f, &sub_u, 4);
+  sub_f -= 6.103515625e-05f;  // 2^-14
+  uint32_t sub;
+  std::memcpy(&sub, &sub_f, 4);
+  const uint32_t u = (exp == 0 ? sub : normal) | (uint32_t(h & 0x8000u) << 16);
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
 }
-#else
-inline uint16_t f32_to_f16_bits(float f) noexcept { return f32_to_f16_bits_soft(f); }
-inline float f16_bits_to_f32(uint16_t h) noexcept { return f16_bits_to_f32_soft(h); }
-#endif
 uint16_t f64_to_f16_bits(double d) noexcept;
 inline float bf16_bits_to_f32(uint16_t h) noexcept {
   uint32_t u = uint32_t(h) << 16;
