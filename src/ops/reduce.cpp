@@ -79,28 +79,17 @@ TensorPtr sum_impl(const char *op, const char *fn, const TensorPtr &x_in, const 
   while (lead < nd && red[size_t(lead)]) ++lead;
   bool leading = lead > 0 && lead < nd && x->is_contiguous();
   for (int d = lead; d < nd; ++d) leading = leading && !red[size_t(d)];
-  if (leading) {
-    const double scale = is_mean ? 1.0 / double(cols) : 1.0;
-    TensorPtr y = empty(s, x->dtype, out_shape);
-    if (rows > 0) backend_of(*x).sum_cols(view_of(*x), cols, rows, view_of(*y), scale);
-    if (should_record(s, {x.get()})) {
-      auto node = std::make_shared<SumNode>();
-      node->name = op;
-      node->in_shape = shape_of(*x);
-      node->keep_shape = keep_shape;
-      node->scale = scale;
-      record(node, {x.get()}, {y.get()});
-    }
-    return scope.finish(y);
-  }
-
-  // Work on a detached alias so the permute/copy below records nothing.
-  TensorPtr xd = detach(*x);
-  if (!identity) xd = permute(xd, perm, nd);
-  xd = contiguous(xd);
   const double scale = is_mean ? 1.0 / double(cols) : 1.0;  // mean of nothing is NaN, as in PyTorch
   TensorPtr y = empty(s, x->dtype, out_shape);
-  if (rows > 0) backend_of(*x).sum_rows(view_of(*xd), rows, cols, view_of(*y), scale);
+  if (leading) {
+    if (rows > 0) backend_of(*x).sum_cols(view_of(*x), cols, rows, view_of(*y), scale);
+  } else {
+    // Work on a detached alias so the permute/copy below records nothing.
+    TensorPtr xd = detach(*x);
+    if (!identity) xd = permute(xd, perm, nd);
+    xd = contiguous(xd);
+    if (rows > 0) backend_of(*x).sum_rows(view_of(*xd), rows, cols, view_of(*y), scale);
+  }
 
   if (should_record(s, {x.get()})) {
     auto node = std::make_shared<SumNode>();
