@@ -199,7 +199,7 @@ static void test_attention_forward(void **state) {
   for (int gi = 0; gi < 3; ++gi) {
     const attn_geom g = GEOMS[gi];
     const int64_t qs[4] = {2, 2, g.l, g.e}, ks[4] = {2, 2, g.s, g.e}, vs[4] = {2, 2, g.s, g.ev};
-    double q[64], k[64], v[64], want[64];
+    double q[128], k[128], v[128], want[128];
     mt_fill(q, 4 * g.l * g.e, -1.5, 1.5, 10 + (uint64_t)gi);
     mt_fill(k, 4 * g.s * g.e, -1.5, 1.5, 20 + (uint64_t)gi);
     mt_fill(v, 4 * g.s * g.ev, -1.0, 1.0, 30 + (uint64_t)gi);
