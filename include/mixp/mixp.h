@@ -56,6 +56,7 @@ extern "C" {
 /** Marks a function as part of the exported C ABI. */
 #  define MIXP_API __attribute__((visibility("default")))
 #else
+/** Marks a function as part of the exported C ABI (no attribute needed here). */
 #  define MIXP_API
 #endif
 
@@ -65,6 +66,7 @@ extern "C" {
 #ifdef __cplusplus
 #  define MIXP_ENUM(name) enum name : int
 #else
+/** Declares an int-sized enum type @p name (see the note above). */
 #  define MIXP_ENUM(name) enum name
 #endif
 
@@ -216,6 +218,7 @@ MIXP_API void mixp_session_destroy(mixp_session *session);
 
 /**
  * The device the session runs on, e.g. "cpu" or "cuda:0".
+ * @param session The session.
  * @return A string borrowed from the session, valid while it lives; "" for a
  *         NULL session.
  */
@@ -224,12 +227,14 @@ MIXP_API const char *mixp_session_device(const mixp_session *session);
 /**
  * A human-readable note on how the device was chosen, e.g. "device 'auto':
  * no CUDA backend in this build, using cpu". "" when there is nothing to say.
+ * @param session The session.
  * @return A string borrowed from the session, valid while it lives.
  */
 MIXP_API const char *mixp_session_device_note(const mixp_session *session);
 
 /**
  * The number of CPU threads kernels of this session use.
+ * @param session The session.
  * @return The thread count (>= 1), or 0 for a NULL session.
  */
 MIXP_API int mixp_session_num_threads(const mixp_session *session);
@@ -237,6 +242,8 @@ MIXP_API int mixp_session_num_threads(const mixp_session *session);
 /**
  * Re-seeds the session's random-number stream and resets its counter, so
  * that the same seed reproduces the same sequence of random tensors.
+ * @param session The session.
+ * @param seed The new seed.
  * @return MIXP_OK, or MIXP_ERR_INVALID_ARGUMENT for a NULL session.
  */
 MIXP_API mixp_status mixp_session_set_seed(mixp_session *session, uint64_t seed);
@@ -244,18 +251,21 @@ MIXP_API mixp_status mixp_session_set_seed(mixp_session *session, uint64_t seed)
 /**
  * Enters a no-grad region: until the matching mixp_no_grad_end(), operations
  * record no autograd graph. Regions nest.
+ * @param session The session.
  * @return MIXP_OK, or MIXP_ERR_INVALID_ARGUMENT for a NULL session.
  */
 MIXP_API mixp_status mixp_no_grad_begin(mixp_session *session);
 
 /**
  * Leaves the innermost no-grad region.
+ * @param session The session.
  * @return MIXP_OK; MIXP_ERR_STATE if no region is open.
  */
 MIXP_API mixp_status mixp_no_grad_end(mixp_session *session);
 
 /**
  * Whether operations currently record gradients.
+ * @param session The session.
  * @return 1 if grad mode is on, 0 inside a no-grad region or for NULL.
  */
 MIXP_API int mixp_grad_enabled(const mixp_session *session);
@@ -264,12 +274,15 @@ MIXP_API int mixp_grad_enabled(const mixp_session *session);
  * Turns TF32 math for F32 matrix products on or off (see
  * mixp_session_options::allow_tf32). MIXP_TF32_OVERRIDE in the environment,
  * when set to 0 or 1, wins.
+ * @param session The session.
+ * @param allow 1 to allow TF32, 0 to forbid it.
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT for a NULL session.
  */
 MIXP_API mixp_status mixp_session_set_tf32(mixp_session *session, int allow);
 
 /**
  * Whether F32 matrix products may use TF32, after MIXP_TF32_OVERRIDE.
+ * @param session The session.
  * @return 1 or 0 (0 for NULL).
  */
 MIXP_API int mixp_session_tf32(const mixp_session *session);
@@ -278,6 +291,8 @@ MIXP_API int mixp_session_tf32(const mixp_session *session);
  * Sets the numerics checker mode. After every operation, in the forward and
  * the backward pass, the first non-finite output is reported with the op
  * name, the phase, the output index, dtype, shape and NaN/Inf counts.
+ * @param session The session.
+ * @param mode The checker mode.
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or an unknown mode.
  */
 MIXP_API mixp_status mixp_session_set_numerics_check(mixp_session *session,
@@ -285,6 +300,7 @@ MIXP_API mixp_status mixp_session_set_numerics_check(mixp_session *session,
 
 /**
  * The most recent numerics report of the session (warn or error mode).
+ * @param session The session.
  * @return A string borrowed from the session, valid until the next operation
  *         on it; "" when nothing non-finite was seen (or for NULL).
  */
@@ -294,6 +310,9 @@ MIXP_API const char *mixp_session_numerics_report(const mixp_session *session);
  * Routes the session's log messages to @p fn (NULL restores the default:
  * warnings to stderr, info dropped). The callback runs on the thread that
  * makes the call producing the message.
+ * @param session The session.
+ * @param fn The callback, or NULL for the default.
+ * @param user_data Passed to @p fn.
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT for a NULL session.
  */
 MIXP_API mixp_status mixp_session_set_log_callback(mixp_session *session, mixp_log_fn fn,
@@ -308,6 +327,7 @@ typedef struct mixp_memory_stats {
 
 /**
  * Reads the session's tensor-memory statistics.
+ * @param session The session.
  * @param[out] stats Filled on success; its struct_size must be set first.
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
  */
@@ -316,6 +336,7 @@ MIXP_API mixp_status mixp_memory_stats_get(const mixp_session *session,
 
 /**
  * Sets the peak to the current value.
+ * @param session The session.
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
  */
 MIXP_API mixp_status mixp_memory_stats_reset_peak(mixp_session *session);
@@ -344,6 +365,7 @@ typedef MIXP_ENUM(mixp_dtype) {
 
 /**
  * Size of one element in bytes.
+ * @param dtype The dtype.
  * @return 1, 2, 4 or 8; 0 for an unknown dtype. Thread-safe.
  */
 MIXP_API size_t mixp_dtype_size(mixp_dtype dtype);
@@ -351,15 +373,20 @@ MIXP_API size_t mixp_dtype_size(mixp_dtype dtype);
 /**
  * Lowercase name of a dtype: "f32", "f16", "bf16", "f64", "i32", "i64",
  * "u8", "bool".
+ * @param dtype The dtype.
  * @return A static string; "unknown" for an unknown dtype. Thread-safe.
  */
 MIXP_API const char *mixp_dtype_name(mixp_dtype dtype);
 
 /**
  * Creates a contiguous tensor holding a copy of host memory.
+ * @param session The session that owns the result.
  * @param[in]  data   Host values in row-major order, @p nbytes long; copied.
  *                    May be NULL only when the tensor has no elements.
  * @param      nbytes Must equal numel(shape) * mixp_dtype_size(dtype).
+ * @param dtype Element type of the tensor.
+ * @param shape Sizes of the @p ndim dimensions.
+ * @param ndim Number of entries in @p shape.
  * @param[out] out    Receives the tensor (owned: release it).
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT (NULL pointers, bad ndim or
  *         negative dimension, unknown dtype, wrong nbytes).
@@ -378,7 +405,12 @@ typedef void (*mixp_release_fn)(void *user_data);
  * (or, when @p on_release is NULL, until the last tensor or view that uses it
  * is released). mixp may write into it through in-place operations such as
  * optimizer steps on a borrowed parameter.
+ * @param session The session that owns the result.
  * @param[in] data       Host memory, aligned to the dtype's size.
+ * @param nbytes Size of @p data; must equal numel(shape) * mixp_dtype_size(dtype).
+ * @param dtype Element type of the tensor.
+ * @param shape Sizes of the @p ndim dimensions.
+ * @param ndim Number of entries in @p shape.
  * @param     on_release Optional; called exactly once, from the thread that
  *                       drops the last reference, when mixp stops using @p data.
  * @param     user_data  Passed to @p on_release.
@@ -395,6 +427,7 @@ MIXP_API mixp_status mixp_tensor_borrow_host(mixp_session *session, void *data,
 
 /**
  * Copies a tensor's values to host memory in row-major order (any strides).
+ * @param tensor The tensor.
  * @param[out] dst    Receives the values.
  * @param      nbytes Must equal numel * element size.
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL pointers or a wrong
@@ -405,6 +438,10 @@ MIXP_API mixp_status mixp_tensor_to_host(const mixp_tensor *tensor, void *dst,
 
 /**
  * Creates a tensor filled with zeros.
+ * @param session The session that owns the result.
+ * @param dtype Element type of the tensor.
+ * @param shape Sizes of the @p ndim dimensions.
+ * @param ndim Number of entries in @p shape.
  * @param[out] out Receives the tensor (owned).
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
  */
@@ -414,6 +451,10 @@ MIXP_API mixp_status mixp_tensor_zeros(mixp_session *session, mixp_dtype dtype,
 
 /**
  * Creates a tensor filled with ones.
+ * @param session The session that owns the result.
+ * @param dtype Element type of the tensor.
+ * @param shape Sizes of the @p ndim dimensions.
+ * @param ndim Number of entries in @p shape.
  * @param[out] out Receives the tensor (owned).
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
  */
@@ -424,6 +465,11 @@ MIXP_API mixp_status mixp_tensor_ones(mixp_session *session, mixp_dtype dtype,
 /**
  * Creates a tensor filled with @p value, converted to @p dtype with
  * round-to-nearest-even (integers: truncation toward zero).
+ * @param session The session that owns the result.
+ * @param dtype Element type of the tensor.
+ * @param shape Sizes of the @p ndim dimensions.
+ * @param ndim Number of entries in @p shape.
+ * @param value The fill value.
  * @param[out] out Receives the tensor (owned).
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
  */
@@ -434,6 +480,11 @@ MIXP_API mixp_status mixp_tensor_full(mixp_session *session, mixp_dtype dtype,
 /**
  * Creates a 1-D tensor with values start, start+step, ... < end (> end for a
  * negative step), like numpy.arange.
+ * @param session The session that owns the result.
+ * @param dtype Element type of the tensor.
+ * @param start First value.
+ * @param end Bound that is not reached.
+ * @param step Distance between values; non-zero.
  * @param[out] out Receives the tensor (owned).
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for step 0, non-finite bounds or
  *         a range whose direction contradicts the step.
@@ -445,6 +496,10 @@ MIXP_API mixp_status mixp_tensor_arange(mixp_session *session, mixp_dtype dtype,
 /**
  * Creates a float tensor of uniform values in [0, 1) drawn from the session's
  * Philox stream (the stream advances).
+ * @param session The session that owns the result.
+ * @param dtype Element type of the tensor.
+ * @param shape Sizes of the @p ndim dimensions.
+ * @param ndim Number of entries in @p shape.
  * @param[out] out Receives the tensor (owned).
  * @return MIXP_OK; MIXP_ERR_DTYPE for a non-float dtype.
  */
@@ -455,6 +510,10 @@ MIXP_API mixp_status mixp_tensor_rand(mixp_session *session, mixp_dtype dtype,
 /**
  * Creates a float tensor of standard-normal values (Box-Muller over the
  * session's Philox stream).
+ * @param session The session that owns the result.
+ * @param dtype Element type of the tensor.
+ * @param shape Sizes of the @p ndim dimensions.
+ * @param ndim Number of entries in @p shape.
  * @param[out] out Receives the tensor (owned).
  * @return MIXP_OK; MIXP_ERR_DTYPE for a non-float dtype.
  */
@@ -464,6 +523,7 @@ MIXP_API mixp_status mixp_tensor_randn(mixp_session *session, mixp_dtype dtype,
 
 /**
  * Adds a reference.
+ * @param tensor The tensor.
  * @return @p tensor itself (so `b = mixp_tensor_retain(a)` reads naturally),
  *         or NULL for NULL. Thread-safe.
  */
@@ -475,26 +535,33 @@ MIXP_API mixp_tensor *mixp_tensor_retain(mixp_tensor *tensor);
  */
 MIXP_API void mixp_tensor_release(mixp_tensor *tensor);
 
-/** @return The tensor's dtype; MIXP_F32 for NULL (and the error is set). */
+/** @param tensor The tensor.
+ *  @return The tensor's dtype; MIXP_F32 for NULL (and the error is set). */
 MIXP_API mixp_dtype mixp_tensor_dtype(const mixp_tensor *tensor);
 
-/** @return The number of dimensions, or -1 for NULL. */
+/** @param tensor The tensor.
+ *  @return The number of dimensions, or -1 for NULL. */
 MIXP_API int mixp_tensor_ndim(const mixp_tensor *tensor);
 
 /**
  * Size of one dimension; negative @p dim counts from the end.
+ * @param tensor The tensor.
+ * @param dim The dimension; negative counts from the end.
  * @return The size, or -1 for NULL or an out-of-range dim (error set).
  */
 MIXP_API int64_t mixp_tensor_dim(const mixp_tensor *tensor, int dim);
 
 /**
  * Stride of one dimension in elements; negative @p dim counts from the end.
+ * @param tensor The tensor.
+ * @param dim The dimension; negative counts from the end.
  * @return The stride, or 0 for NULL or an out-of-range dim (error set).
  */
 MIXP_API int64_t mixp_tensor_stride(const mixp_tensor *tensor, int dim);
 
 /**
  * Copies the shape into a caller buffer.
+ * @param tensor The tensor.
  * @param[out] shape    At least @p capacity entries; receives ndim sizes.
  * @param      capacity Entries available in @p shape (MIXP_MAX_DIMS always fits).
  * @param[out] ndim     Receives the number of dimensions.
@@ -503,20 +570,24 @@ MIXP_API int64_t mixp_tensor_stride(const mixp_tensor *tensor, int dim);
 MIXP_API mixp_status mixp_tensor_shape(const mixp_tensor *tensor, int64_t *shape,
                                        int capacity, int *ndim);
 
-/** @return The number of elements, or -1 for NULL. */
+/** @param tensor The tensor.
+ *  @return The number of elements, or -1 for NULL. */
 MIXP_API int64_t mixp_tensor_numel(const mixp_tensor *tensor);
 
-/** @return 1 if the tensor is row-major contiguous, 0 otherwise or for NULL. */
+/** @param tensor The tensor.
+ *  @return 1 if the tensor is row-major contiguous, 0 otherwise or for NULL. */
 MIXP_API int mixp_tensor_is_contiguous(const mixp_tensor *tensor);
 
 /**
  * The session a tensor belongs to.
+ * @param tensor The tensor.
  * @return Borrowed pointer (do not destroy), or NULL for NULL.
  */
 MIXP_API mixp_session *mixp_tensor_session(const mixp_tensor *tensor);
 
 /**
  * Reads a one-element tensor as a double.
+ * @param tensor The tensor.
  * @param[out] value Receives the value.
  * @return MIXP_OK; MIXP_ERR_SHAPE if the tensor has more than one element.
  */
@@ -526,6 +597,8 @@ MIXP_API mixp_status mixp_tensor_item(const mixp_tensor *tensor, double *value);
  * Copies the values of @p src into @p dst in place (converting the dtype,
  * broadcasting @p src). Not recorded by autograd; @p dst must not require
  * grad unless grad mode is off.
+ * @param dst Destination tensor, written in place.
+ * @param src Source tensor; broadcast to @p dst.
  * @return MIXP_OK; MIXP_ERR_SHAPE if @p src does not broadcast to @p dst;
  *         MIXP_ERR_STATE if @p dst is a leaf that requires grad while grad
  *         mode is on.
@@ -539,21 +612,26 @@ MIXP_API mixp_status mixp_tensor_copy_(mixp_tensor *dst, const mixp_tensor *src)
 
 /**
  * Marks a leaf tensor as one whose gradient is wanted (or not).
+ * @param tensor The tensor.
+ * @param requires_grad 1 to require a gradient, 0 not to.
  * @return MIXP_OK; MIXP_ERR_DTYPE for a non-float tensor; MIXP_ERR_STATE for a
  *         non-leaf tensor (one produced by a recorded operation).
  */
 MIXP_API mixp_status mixp_tensor_set_requires_grad(mixp_tensor *tensor,
                                                    int requires_grad);
 
-/** @return 1 if the tensor requires grad, else 0 (also for NULL). */
+/** @param tensor The tensor.
+ *  @return 1 if the tensor requires grad, else 0 (also for NULL). */
 MIXP_API int mixp_tensor_requires_grad(const mixp_tensor *tensor);
 
-/** @return 1 if the tensor is a leaf of the graph (made by the user, not by a
+/** @param tensor The tensor.
+ *  @return 1 if the tensor is a leaf of the graph (made by the user, not by a
  *          recorded operation), else 0 (also for NULL). */
 MIXP_API int mixp_tensor_is_leaf(const mixp_tensor *tensor);
 
 /**
  * The gradient accumulated in a leaf tensor.
+ * @param tensor The tensor.
  * @param[out] out Receives a new reference to the gradient (release it), or
  *                 NULL if no gradient has been accumulated.
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
@@ -562,12 +640,14 @@ MIXP_API mixp_status mixp_tensor_grad(const mixp_tensor *tensor, mixp_tensor **o
 
 /**
  * Drops the accumulated gradient (the next backward starts from none).
+ * @param tensor The tensor.
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
  */
 MIXP_API mixp_status mixp_tensor_zero_grad(mixp_tensor *tensor);
 
 /**
  * A tensor sharing storage with @p tensor but cut off from the graph.
+ * @param tensor The tensor.
  * @param[out] out Receives the new tensor (owned).
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
  */
@@ -640,6 +720,7 @@ MIXP_API mixp_status mixp_backward(mixp_tensor *loss, const mixp_tensor *seed_gr
  * operations on its tensors record no autograd graph and keep no saved
  * activations; they are recorded on the region's op tape instead.
  * mixp_grad_enabled() reports 0 inside the region.
+ * @param session The session.
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a NULL or destroyed session;
  *         MIXP_ERR_STATE if a region is already open on the session.
  */
@@ -651,6 +732,7 @@ MIXP_API mixp_status mixp_checkpoint_begin(mixp_session *session);
  * Outputs that were not made inside the region are left as they are, and
  * no node is made when grad mode was off at mixp_checkpoint_begin() or no
  * input of the region requires grad.
+ * @param session The session.
  * @param outputs The values of the region used after it (borrowed; each
  *                must belong to @p session). May be NULL when @p n is 0.
  * @param n       Number of entries in @p outputs (>= 0).
@@ -674,6 +756,7 @@ MIXP_API mixp_status mixp_checkpoint_end(mixp_session *session, mixp_tensor *con
  * inputs are released, and grad mode is what it was at
  * mixp_checkpoint_begin(): no-grad regions opened inside the region and still
  * open are closed with it.
+ * @param session The session.
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a NULL or destroyed session;
  *         MIXP_ERR_STATE when no region is open.
  */
@@ -693,74 +776,167 @@ MIXP_API mixp_status mixp_checkpoint_abort(mixp_session *session);
 
 /** (cast) Converts to another dtype: floats round to nearest-even with
  *  overflow to +-inf; float to integer truncates toward zero. Differentiable
- *  between float types. */
+ *  between float types.
+ *  @param x Input tensor.
+ *  @param dtype The target dtype.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_cast(const mixp_tensor *x, mixp_dtype dtype, mixp_tensor **out);
 
 /** (reshape) A view with a new shape of equal numel; one entry may be -1.
- *  Copies when the strides do not allow a view. */
+ *  Copies when the strides do not allow a view.
+ *  @param x Input tensor.
+ *  @param shape The new sizes; one entry may be -1.
+ *  @param ndim Number of entries in @p shape.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_reshape(const mixp_tensor *x, const int64_t *shape, int ndim,
                                   mixp_tensor **out);
 
-/** (transpose) A view with dimensions @p dim0 and @p dim1 swapped. */
+/** (transpose) A view with dimensions @p dim0 and @p dim1 swapped.
+ *  @param x Input tensor.
+ *  @param dim0 First dimension.
+ *  @param dim1 Second dimension.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_transpose(const mixp_tensor *x, int dim0, int dim1,
                                     mixp_tensor **out);
 
 /** (permute) A view with dimensions reordered: output dim i is input dim
- *  dims[i]; @p ndim must equal the tensor's ndim. */
+ *  dims[i]; @p ndim must equal the tensor's ndim.
+ *  @param x Input tensor.
+ *  @param dims The new order of the dimensions.
+ *  @param ndim Number of entries in @p dims.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_permute(const mixp_tensor *x, const int *dims, int ndim,
                                   mixp_tensor **out);
 
 /** (slice) A view of elements start, start+step, ... < end along @p dim.
  *  Negative start/end count from the end; both are clamped to the size;
- *  @p step must be >= 1. */
+ *  @p step must be >= 1.
+ *  @param x Input tensor.
+ *  @param dim The dimension to slice.
+ *  @param start First index.
+ *  @param end End index (excluded).
+ *  @param step Step (>= 1).
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_slice(const mixp_tensor *x, int dim, int64_t start, int64_t end,
                                 int64_t step, mixp_tensor **out);
 
-/** (contiguous) A row-major copy, or a new reference if already contiguous. */
+/** (contiguous) A row-major copy, or a new reference if already contiguous.
+ *  @param x Input tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_contiguous(const mixp_tensor *x, mixp_tensor **out);
 
 /** (matmul) Matrix product of 2-D tensors [M,K] x [K,N], or batched when
- *  either has more dims (batch dims broadcast), like numpy.matmul. */
+ *  either has more dims (batch dims broadcast), like numpy.matmul.
+ *  @param a Left matrix (or batch of matrices).
+ *  @param b Right matrix (or batch of matrices).
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_matmul(const mixp_tensor *a, const mixp_tensor *b,
                                  mixp_tensor **out);
 
-/** (bmm) Batched matrix product [B,M,K] x [B,K,N] -> [B,M,N]. */
+/** (bmm) Batched matrix product [B,M,K] x [B,K,N] -> [B,M,N].
+ *  @param a [B, M, K] tensor.
+ *  @param b [B, K, N] tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_bmm(const mixp_tensor *a, const mixp_tensor *b,
                               mixp_tensor **out);
 
-/** (linear) y = x W^T + b with x [..., in], W [out, in], b [out] or NULL. */
+/** (linear) y = x W^T + b with x [..., in], W [out, in], b [out] or NULL.
+ *  @param x Input [..., in].
+ *  @param weight Weight [out, in].
+ *  @param bias Bias [out], or NULL.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_linear(const mixp_tensor *x, const mixp_tensor *weight,
                                  const mixp_tensor *bias, mixp_tensor **out);
 
-/** (add) a + b. */
+/** (add) a + b.
+ *  @param a Left operand.
+ *  @param b Right operand.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_add(const mixp_tensor *a, const mixp_tensor *b, mixp_tensor **out);
-/** (sub) a - b. */
+/** (sub) a - b.
+ *  @param a Left operand.
+ *  @param b Right operand.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_sub(const mixp_tensor *a, const mixp_tensor *b, mixp_tensor **out);
-/** (mul) a * b. */
+/** (mul) a * b.
+ *  @param a Left operand.
+ *  @param b Right operand.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_mul(const mixp_tensor *a, const mixp_tensor *b, mixp_tensor **out);
-/** (div) a / b. */
+/** (div) a / b.
+ *  @param a Left operand.
+ *  @param b Right operand.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_div(const mixp_tensor *a, const mixp_tensor *b, mixp_tensor **out);
 
-/** (add_scalar) x + s. */
+/** (add_scalar) x + s.
+ *  @param x Input tensor.
+ *  @param s The scalar.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_add_scalar(const mixp_tensor *x, double s, mixp_tensor **out);
-/** (mul_scalar) x * s. */
+/** (mul_scalar) x * s.
+ *  @param x Input tensor.
+ *  @param s The scalar.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_mul_scalar(const mixp_tensor *x, double s, mixp_tensor **out);
-/** (rsub_scalar) s - x. */
+/** (rsub_scalar) s - x.
+ *  @param x Input tensor.
+ *  @param s The scalar.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_rsub_scalar(const mixp_tensor *x, double s, mixp_tensor **out);
-/** (rdiv_scalar) s / x. */
+/** (rdiv_scalar) s / x.
+ *  @param x Input tensor.
+ *  @param s The scalar.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_rdiv_scalar(const mixp_tensor *x, double s, mixp_tensor **out);
 
-/** (neg) -x. */
+/** (neg) -x.
+ *  @param x Input tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_neg(const mixp_tensor *x, mixp_tensor **out);
-/** (exp) e^x. */
+/** (exp) e^x.
+ *  @param x Input tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_exp(const mixp_tensor *x, mixp_tensor **out);
-/** (log) natural logarithm. */
+/** (log) natural logarithm.
+ *  @param x Input tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_log(const mixp_tensor *x, mixp_tensor **out);
-/** (sqrt) square root. */
+/** (sqrt) square root.
+ *  @param x Input tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_sqrt(const mixp_tensor *x, mixp_tensor **out);
-/** (pow) x^exponent for a scalar exponent. */
+/** (pow) x^exponent for a scalar exponent.
+ *  @param x Input tensor.
+ *  @param exponent The scalar exponent.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_pow(const mixp_tensor *x, double exponent, mixp_tensor **out);
-/** (relu) max(x, 0). */
+/** (relu) max(x, 0).
+ *  @param x Input tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_relu(const mixp_tensor *x, mixp_tensor **out);
 
 /** Which formula mixp_gelu() uses. */
@@ -769,34 +945,75 @@ typedef MIXP_ENUM(mixp_gelu_approx) {
   MIXP_GELU_TANH = 1   /**< x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
 } mixp_gelu_approx;
 
-/** (gelu) Gaussian error linear unit. */
+/** (gelu) Gaussian error linear unit.
+ *  @param x Input tensor.
+ *  @param approx Which formula to use.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_gelu(const mixp_tensor *x, mixp_gelu_approx approx,
                                mixp_tensor **out);
-/** (sigmoid) 1 / (1 + e^-x). */
+/** (sigmoid) 1 / (1 + e^-x).
+ *  @param x Input tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_sigmoid(const mixp_tensor *x, mixp_tensor **out);
-/** (tanh) hyperbolic tangent. */
+/** (tanh) hyperbolic tangent.
+ *  @param x Input tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_tanh(const mixp_tensor *x, mixp_tensor **out);
 
 /** (sum) Sum over @p dims (each in [-ndim, ndim), no repeats); @p ndims = 0
- *  (dims may be NULL) sums everything. @p keepdim keeps reduced dims as 1. */
+ *  (dims may be NULL) sums everything. @p keepdim keeps reduced dims as 1.
+ *  @param x Input tensor.
+ *  @param dims Dimensions to reduce (may be NULL when @p ndims is 0).
+ *  @param ndims Number of entries in @p dims.
+ *  @param keepdim 1 keeps reduced dimensions with size 1, 0 drops them.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_sum(const mixp_tensor *x, const int *dims, int ndims, int keepdim,
                               mixp_tensor **out);
-/** (mean) Mean over @p dims, as mixp_sum(). */
+/** (mean) Mean over @p dims, as mixp_sum().
+ *  @param x Input tensor.
+ *  @param dims Dimensions to reduce (may be NULL when @p ndims is 0).
+ *  @param ndims Number of entries in @p dims.
+ *  @param keepdim 1 keeps reduced dimensions with size 1, 0 drops them.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_mean(const mixp_tensor *x, const int *dims, int ndims, int keepdim,
                                mixp_tensor **out);
 
 /** (max) Maximum along @p dim. @p values receives the maxima (owned); @p indices
  *  (may be NULL) receives their I64 positions (owned; the first on ties).
- *  The gradient flows to the first maximal position. */
+ *  The gradient flows to the first maximal position.
+ *  @param x Input tensor.
+ *  @param dim The dimension to reduce.
+ *  @param keepdim 1 keeps reduced dimensions with size 1, 0 drops them.
+ *  @param[out] values Receives the maxima (owned).
+ *  @param[out] indices NULL, or receives the I64 positions (owned).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_max(const mixp_tensor *x, int dim, int keepdim,
                               mixp_tensor **values, mixp_tensor **indices);
-/** (argmax) I64 positions of the maxima along @p dim (first on ties). */
+/** (argmax) I64 positions of the maxima along @p dim (first on ties).
+ *  @param x Input tensor.
+ *  @param dim The dimension to reduce.
+ *  @param keepdim 1 keeps reduced dimensions with size 1, 0 drops them.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_argmax(const mixp_tensor *x, int dim, int keepdim,
                                  mixp_tensor **out);
 
-/** (softmax) Softmax along @p dim. */
+/** (softmax) Softmax along @p dim.
+ *  @param x Input tensor.
+ *  @param dim The dimension.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_softmax(const mixp_tensor *x, int dim, mixp_tensor **out);
-/** (log_softmax) Log of the softmax along @p dim, computed stably. */
+/** (log_softmax) Log of the softmax along @p dim, computed stably.
+ *  @param x Input tensor.
+ *  @param dim The dimension.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_log_softmax(const mixp_tensor *x, int dim, mixp_tensor **out);
 
 /** How a loss reduces over its elements. */
@@ -811,20 +1028,41 @@ typedef MIXP_ENUM(mixp_reduction) {
 
 /** (cross_entropy) Softmax cross-entropy of @p logits [N, C] against I64 class
  *  indices @p target [N]. Targets equal to @p ignore_index contribute nothing
- *  and are excluded from the mean; other targets must be in [0, C). */
+ *  and are excluded from the mean; other targets must be in [0, C).
+ *  @param logits Logits [N, C].
+ *  @param target I64 class indices [N].
+ *  @param reduction How the loss reduces over its elements.
+ *  @param ignore_index Target value to ignore (e.g. MIXP_IGNORE_INDEX_DEFAULT).
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_cross_entropy(const mixp_tensor *logits, const mixp_tensor *target,
                                         mixp_reduction reduction, int64_t ignore_index,
                                         mixp_tensor **out);
-/** (mse_loss) Mean (or sum, or none) of (a - b)^2; shapes must be equal. */
+/** (mse_loss) Mean (or sum, or none) of (a - b)^2; shapes must be equal.
+ *  @param a First input.
+ *  @param b Second input (same shape as @p a).
+ *  @param reduction How the loss reduces over its elements.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_mse_loss(const mixp_tensor *a, const mixp_tensor *b,
                                    mixp_reduction reduction, mixp_tensor **out);
 /** (dropout) Zeroes each element with probability @p p (Philox stream of the
  *  session) and scales the rest by 1/(1-p); identity when @p training is 0 or
- *  p = 0. @p p must be in [0, 1). */
+ *  p = 0. @p p must be in [0, 1).
+ *  @param x Input tensor.
+ *  @param p Drop probability in [0, 1).
+ *  @param training 1 applies dropout, 0 is the identity.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_dropout(const mixp_tensor *x, double p, int training,
                                   mixp_tensor **out);
 /** (cat) Concatenates @p n >= 1 tensors of equal dtype along @p dim; other dims
- *  must match. */
+ *  must match.
+ *  @param tensors The @p n tensors to join (borrowed).
+ *  @param n Number of tensors (>= 1).
+ *  @param dim The dimension to join along.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_cat(const mixp_tensor *const *tensors, int n, int dim,
                               mixp_tensor **out);
 
@@ -832,7 +1070,7 @@ MIXP_API mixp_status mixp_cat(const mixp_tensor *const *tensors, int n, int dim,
 
 /** @defgroup ops_nn Convolution, normalisation, pooling and attention
  *  The operations of convolutional networks and transformers. Same
- *  conventions as @ref ops: float dtypes F32/F64/F16/BF16, results owned by
+ *  conventions as @ref ops "Operations": float dtypes F32/F64/F16/BF16, results owned by
  *  the caller, errors naming the argument.
  *  @{ */
 
@@ -861,7 +1099,13 @@ MIXP_API void mixp_conv2d_options_init(mixp_conv2d_options *options);
 
 /** (conv2d) 2-D convolution (cross-correlation, as PyTorch): x [N,C_in,H,W]
  *  (or NHWC), weight [C_out, C_in/groups, kH, kW], bias [C_out] or NULL;
- *  @p options NULL for the defaults. */
+ *  @p options NULL for the defaults.
+ *  @param x Input [N, C_in, H, W] (or NHWC).
+ *  @param weight Weight [C_out, C_in/groups, kH, kW].
+ *  @param bias Bias [C_out], or NULL.
+ *  @param options Geometry, or NULL for the defaults.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops_nn). */
 MIXP_API mixp_status mixp_conv2d(const mixp_tensor *x, const mixp_tensor *weight,
                                  const mixp_tensor *bias, const mixp_conv2d_options *options,
                                  mixp_tensor **out);
@@ -882,14 +1126,28 @@ typedef struct mixp_pool2d_options {
 /** Fills @p options with defaults and sets struct_size. @param[out] options NULL is ignored. */
 MIXP_API void mixp_pool2d_options_init(mixp_pool2d_options *options);
 
-/** (max_pool2d) Maximum over windows; the gradient goes to the first maximum. */
+/** (max_pool2d) Maximum over windows; the gradient goes to the first maximum.
+ *  @param x Input tensor.
+ *  @param options Window geometry, or NULL for the defaults.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops_nn). */
 MIXP_API mixp_status mixp_max_pool2d(const mixp_tensor *x, const mixp_pool2d_options *options,
                                      mixp_tensor **out);
-/** (avg_pool2d) Mean over windows. */
+/** (avg_pool2d) Mean over windows.
+ *  @param x Input tensor.
+ *  @param options Window geometry, or NULL for the defaults.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops_nn). */
 MIXP_API mixp_status mixp_avg_pool2d(const mixp_tensor *x, const mixp_pool2d_options *options,
                                      mixp_tensor **out);
 /** (adaptive_avg_pool2d) Mean pooling to an output of out_h x out_w (1 x 1
- *  is global average pooling), PyTorch's adaptive window rule. */
+ *  is global average pooling), PyTorch's adaptive window rule.
+ *  @param x Input tensor.
+ *  @param out_h Output height.
+ *  @param out_w Output width.
+ *  @param layout Layout of @p x and of the result.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops_nn). */
 MIXP_API mixp_status mixp_adaptive_avg_pool2d(const mixp_tensor *x, int64_t out_h, int64_t out_w,
                                               mixp_layout layout, mixp_tensor **out);
 
@@ -898,39 +1156,86 @@ MIXP_API mixp_status mixp_adaptive_avg_pool2d(const mixp_tensor *x, int64_t out_
  *  normalises with the batch statistics and updates @p running_mean and
  *  @p running_var in place (momentum update with the unbiased variance, as
  *  PyTorch; either may be NULL); in eval it uses them. @p weight/@p bias
- *  ([C]) may be NULL (no affine). */
+ *  ([C]) may be NULL (no affine).
+ *  @param x Input tensor.
+ *  @param weight Scale [C], or NULL.
+ *  @param bias Shift [C], or NULL.
+ *  @param running_mean Running mean [C], or NULL.
+ *  @param running_var Running variance [C], or NULL.
+ *  @param training 1 uses batch statistics, 0 the running ones.
+ *  @param momentum Weight of the batch in the running statistics.
+ *  @param eps Added to the variance for numerical stability.
+ *  @param layout Layout of @p x and of the result.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops_nn). */
 MIXP_API mixp_status mixp_batch_norm(const mixp_tensor *x, const mixp_tensor *weight,
                                      const mixp_tensor *bias, mixp_tensor *running_mean,
                                      mixp_tensor *running_var, int training, double momentum,
                                      double eps, mixp_layout layout, mixp_tensor **out);
 /** (layer_norm) Normalises over the last @p normalized_ndim dims; weight and
- *  bias have those dims' shape, or are NULL. */
+ *  bias have those dims' shape, or are NULL.
+ *  @param x Input tensor.
+ *  @param normalized_ndim Number of trailing dimensions to normalise over.
+ *  @param weight Scale, or NULL.
+ *  @param bias Shift, or NULL.
+ *  @param eps Added to the variance for numerical stability.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops_nn). */
 MIXP_API mixp_status mixp_layer_norm(const mixp_tensor *x, int normalized_ndim,
                                      const mixp_tensor *weight, const mixp_tensor *bias,
                                      double eps, mixp_tensor **out);
 /** (group_norm) Normalises NCHW (or [N, C, ...]) x over @p groups channel
- *  groups; weight/bias [C] or NULL. */
+ *  groups; weight/bias [C] or NULL.
+ *  @param x Input tensor.
+ *  @param groups Number of channel groups.
+ *  @param weight Scale [C], or NULL.
+ *  @param bias Shift [C], or NULL.
+ *  @param eps Added to the variance for numerical stability.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops_nn). */
 MIXP_API mixp_status mixp_group_norm(const mixp_tensor *x, int64_t groups,
                                      const mixp_tensor *weight, const mixp_tensor *bias,
                                      double eps, mixp_tensor **out);
 
-/** (hardswish) x * relu6(x + 3) / 6. */
+/** (hardswish) x * relu6(x + 3) / 6.
+ *  @param x Input tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops_nn). */
 MIXP_API mixp_status mixp_hardswish(const mixp_tensor *x, mixp_tensor **out);
-/** (hardsigmoid) relu6(x + 3) / 6. */
+/** (hardsigmoid) relu6(x + 3) / 6.
+ *  @param x Input tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops_nn). */
 MIXP_API mixp_status mixp_hardsigmoid(const mixp_tensor *x, mixp_tensor **out);
-/** (silu) x * sigmoid(x). */
+/** (silu) x * sigmoid(x).
+ *  @param x Input tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops_nn). */
 MIXP_API mixp_status mixp_silu(const mixp_tensor *x, mixp_tensor **out);
 
 /** (embedding) Rows of @p weight [V, D] picked by I64 @p indices (any shape)
  *  -> [..., D]. Rows equal to @p padding_idx get no gradient (pass -1 for
- *  none); indices must be in [0, V). */
+ *  none); indices must be in [0, V).
+ *  @param weight Embedding table [V, D].
+ *  @param[out] indices I64 row indices (any shape).
+ *  @param padding_idx Row that gets no gradient, or -1.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops_nn). */
 MIXP_API mixp_status mixp_embedding(const mixp_tensor *weight, const mixp_tensor *indices,
                                     int64_t padding_idx, mixp_tensor **out);
 
 /** (scaled_dot_product_attention) softmax(q k^T * scale + mask) v with q
  *  [..., L, E], k [..., S, E], v [..., S, Ev]. @p is_causal masks positions
  *  j > i; @p dropout_p applies dropout to the attention weights (Philox
- *  stream of the session); @p scale <= 0 means 1/sqrt(E). */
+ *  stream of the session); @p scale <= 0 means 1/sqrt(E).
+ *  @param q Queries [..., L, E].
+ *  @param k Keys [..., S, E].
+ *  @param v Values [..., S, Ev].
+ *  @param is_causal 1 for a causal mask, else 0.
+ *  @param dropout_p Dropout probability on the attention weights.
+ *  @param scale Score scale; <= 0 means 1/sqrt(E).
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops_nn). */
 MIXP_API mixp_status mixp_scaled_dot_product_attention(const mixp_tensor *q, const mixp_tensor *k,
                                                        const mixp_tensor *v, int is_causal,
                                                        double dropout_p, double scale,
@@ -938,16 +1243,33 @@ MIXP_API mixp_status mixp_scaled_dot_product_attention(const mixp_tensor *q, con
 
 /** (split) Splits @p x along @p dim into @p n pieces of the given sizes
  *  (they must add up to the dim's size); @p outs receives @p n tensors
- *  (views; each owned by the caller). */
+ *  (views; each owned by the caller).
+ *  @param x Input tensor.
+ *  @param sizes The @p n piece sizes.
+ *  @param n Number of pieces.
+ *  @param dim The dimension to split.
+ *  @param[out] outs Receives @p n tensors (each owned).
+ *  @return MIXP_OK or an error status (see @ref ops_nn). */
 MIXP_API mixp_status mixp_split(const mixp_tensor *x, const int64_t *sizes, int n, int dim,
                                 mixp_tensor **outs);
 /** (flatten) Merges dims start_dim..end_dim (inclusive; negative count from
- *  the end) into one. */
+ *  the end) into one.
+ *  @param x Input tensor.
+ *  @param start_dim First dimension to merge.
+ *  @param end_dim Last dimension to merge (inclusive).
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops_nn). */
 MIXP_API mixp_status mixp_flatten(const mixp_tensor *x, int start_dim, int end_dim,
                                   mixp_tensor **out);
 /** (pad) Constant padding like PyTorch's F.pad: @p pads holds (before,
  *  after) pairs starting from the LAST dim; @p npads is even and at most
- *  2*ndim; negative pads crop. */
+ *  2*ndim; negative pads crop.
+ *  @param x Input tensor.
+ *  @param pads (before, after) pairs from the last dimension.
+ *  @param npads Number of entries in @p pads.
+ *  @param value The padding value.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops_nn). */
 MIXP_API mixp_status mixp_pad(const mixp_tensor *x, const int64_t *pads, int npads, double value,
                               mixp_tensor **out);
 
@@ -1000,6 +1322,7 @@ MIXP_API void mixp_autocast_options_init(mixp_autocast_options *options);
  * mixp_autocast_pop(). The cast cache (low-precision copies of fp32 leaf
  * tensors that require grad, i.e. parameters) is cleared when the outermost
  * region closes: keep regions around the forward pass, as in PyTorch.
+ * @param session The session.
  * @param[in] options NULL for the defaults.
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for an unknown level, an unknown
  *         op name in a custom list, or an op in both lists; MIXP_ERR_DTYPE for
@@ -1010,6 +1333,7 @@ MIXP_API mixp_status mixp_autocast_push(mixp_session *session,
 
 /**
  * Closes the innermost autocast region, restoring the outer state.
+ * @param session The session.
  * @return MIXP_OK; MIXP_ERR_STATE if no region is open.
  */
 MIXP_API mixp_status mixp_autocast_pop(mixp_session *session);
@@ -1024,6 +1348,8 @@ typedef struct mixp_autocast_policy_info {
 /**
  * What op @p op_name would do with its inputs under the session's current
  * autocast state.
+ * @param session The session.
+ * @param op_name The stable name of the operation, e.g. "matmul".
  * @param[out] policy Filled on success; set its struct_size first.
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or an unknown op name.
  */
@@ -1035,6 +1361,7 @@ MIXP_API int mixp_op_count(void);
 
 /**
  * The stable name of operation @p index, e.g. "matmul".
+ * @param index In [0, mixp_op_count()).
  * @return A static string, or NULL for an index out of [0, mixp_op_count()).
  *         Thread-safe.
  */
@@ -1054,6 +1381,10 @@ typedef struct mixp_module mixp_module;
  * Creates a Linear layer y = x W^T + b with PyTorch's default initialisation:
  * W and b uniform in [-1/sqrt(in), 1/sqrt(in)] from the session's stream.
  * Parameters are named "weight" [out, in] and "bias" [out].
+ * @param session The session that owns the result.
+ * @param in_features Size of the input's last dimension.
+ * @param out_features Size of the output's last dimension.
+ * @param bias 1 to learn a bias, 0 for none.
  * @param dtype   A float dtype for the parameters.
  * @param[out] out Receives the module (owned: mixp_module_destroy()).
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for non-positive features;
@@ -1071,17 +1402,21 @@ MIXP_API void mixp_module_destroy(mixp_module *module);
 
 /**
  * Runs the module's forward pass.
+ * @param module The module.
+ * @param x The input tensor.
  * @param[out] out Receives the output (owned).
  * @return The status of the underlying operations.
  */
 MIXP_API mixp_status mixp_module_forward(mixp_module *module, const mixp_tensor *x,
                                          mixp_tensor **out);
 
-/** @return The number of parameters, or -1 for NULL. */
+/** @param module The module.
+ *  @return The number of parameters, or -1 for NULL. */
 MIXP_API int mixp_module_num_parameters(const mixp_module *module);
 
 /**
  * One parameter of a module.
+ * @param module The module.
  * @param index In [0, mixp_module_num_parameters()).
  * @param[out] out Receives a new reference (release it).
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
@@ -1091,6 +1426,8 @@ MIXP_API mixp_status mixp_module_parameter(const mixp_module *module, int index,
 
 /**
  * The dotted name of a parameter, e.g. "weight".
+ * @param module The module.
+ * @param index In [0, mixp_module_num_parameters()).
  * @return A string borrowed from the module, valid while it lives; NULL for
  *         a bad module or index (error set).
  */
@@ -1098,6 +1435,8 @@ MIXP_API const char *mixp_module_parameter_name(const mixp_module *module, int i
 
 /**
  * Switches training mode (1) or evaluation mode (0), recursively.
+ * @param module The module.
+ * @param training 1 for training mode, 0 for evaluation mode.
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
  */
 MIXP_API mixp_status mixp_module_set_training(mixp_module *module, int training);
@@ -1109,6 +1448,11 @@ MIXP_API mixp_status mixp_module_set_training(mixp_module *module, int training)
  * weight first, from the session's stream). Parameters: "weight"
  * [out_channels, in_channels/groups, kernel_h, kernel_w] and "bias"
  * [out_channels].
+ * @param session The session that owns the result.
+ * @param in_channels Channels of the input.
+ * @param out_channels Channels of the output.
+ * @param kernel_h Kernel height.
+ * @param kernel_w Kernel width.
  * @param geom  Stride, padding, dilation, groups and layout (copied); NULL for
  *              the defaults of mixp_conv2d_options_init().
  * @param bias  1 to learn a bias, 0 for none.
@@ -1134,9 +1478,13 @@ MIXP_API mixp_status mixp_conv2d_create(mixp_session *session, int64_t in_channe
  * "running_var" [C] (ones) in @p dtype and "num_batches_tracked" (I64
  * scalar). O2 decorate keeps this layer in fp32; an input of another float
  * dtype is then normalised in the parameters' dtype and returned in its own.
+ * @param session The session that owns the result.
+ * @param num_features Number of channels C.
  * @param eps      Added to the variance; finite and > 0 (PyTorch: 1e-5).
  * @param momentum Weight of the new batch in the running statistics, in
  *                 [0, 1] (PyTorch: 0.1).
+ * @param affine 1 to learn "weight" and "bias", 0 for none.
+ * @param dtype A float dtype for the parameters.
  * @param[out] out Receives the module (owned).
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for num_features < 1, a bad eps
  *         or momentum, affine not 0/1; MIXP_ERR_DTYPE for a non-float dtype.
@@ -1150,7 +1498,11 @@ MIXP_API mixp_status mixp_batchnorm2d_create(mixp_session *session, int64_t num_
  * @p normalized_size), as torch.nn.LayerNorm(normalized_size). Parameters
  * (when @p affine): "weight" (ones) and "bias" (zeros), both
  * [normalized_size]. Kept in fp32 by O2 decorate, like BatchNorm2d.
+ * @param session The session that owns the result.
+ * @param normalized_size Size of the normalised last dimension.
  * @param eps Finite and > 0 (PyTorch: 1e-5).
+ * @param affine 1 to learn "weight" and "bias", 0 for none.
+ * @param dtype A float dtype for the parameters.
  * @param[out] out Receives the module (owned).
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for normalized_size < 1, a bad
  *         eps, affine not 0/1; MIXP_ERR_DTYPE for a non-float dtype. Its
@@ -1165,7 +1517,11 @@ MIXP_API mixp_status mixp_layernorm_create(mixp_session *session, int64_t normal
  * Creates an Embedding layer: I64 indices of any shape -> rows of "weight"
  * [num_embeddings, dim], drawn from N(0, 1) as torch.nn.Embedding. The row
  * @p padding_idx starts at zero and receives no gradient.
+ * @param session The session that owns the result.
+ * @param num_embeddings Number of rows (vocabulary size).
+ * @param dim Size of each embedding vector.
  * @param padding_idx -1 for none, or a row in [0, num_embeddings).
+ * @param dtype A float dtype for the parameters.
  * @param[out] out Receives the module (owned).
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a size < 1 or a bad
  *         padding_idx; MIXP_ERR_DTYPE for a non-float dtype.
@@ -1183,9 +1539,13 @@ MIXP_API mixp_status mixp_embedding_create(mixp_session *session, int64_t num_em
  * @p num_heads heads, runs mixp_scaled_dot_product_attention() (scale
  * 1/sqrt(E/H), causal mask when @p causal, dropout on the attention weights
  * in training mode only) and projects back.
+ * @param session The session that owns the result.
+ * @param embed_dim Model width E.
+ * @param num_heads Number of heads H; divides @p embed_dim.
  * @param bias    1 for the in/out projection biases, 0 for none.
  * @param dropout Attention-weight dropout probability in [0, 1).
  * @param causal  1 masks future positions (decoder self-attention), else 0.
+ * @param dtype A float dtype for the parameters.
  * @param[out] out Receives the module (owned).
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for sizes < 1, embed_dim not
  *         divisible by num_heads, a bad dropout, flags not 0/1;
@@ -1199,6 +1559,7 @@ MIXP_API mixp_status mixp_multihead_attention_create(mixp_session *session, int6
 /**
  * The number of buffers (state saved with the module but not trained, such as
  * BatchNorm's running statistics) of the module and its descendants.
+ * @param module The module.
  * @return The count, or -1 for a NULL or dead module (error set).
  */
 MIXP_API int mixp_module_num_buffers(const mixp_module *module);
@@ -1207,6 +1568,7 @@ MIXP_API int mixp_module_num_buffers(const mixp_module *module);
  * One buffer of a module, in the order of mixp_module_buffer_name() (a
  * module's own buffers, then each child's, depth first, like PyTorch's
  * named_buffers()).
+ * @param module The module.
  * @param index In [0, mixp_module_num_buffers()).
  * @param[out] out Receives a new reference (release it). Writing into it
  *                 (mixp_tensor_copy_) changes the module's state.
@@ -1217,6 +1579,8 @@ MIXP_API mixp_status mixp_module_buffer(const mixp_module *module, int index,
 
 /**
  * The dotted name of a buffer, e.g. "bn1.running_mean".
+ * @param module The module.
+ * @param index In [0, mixp_module_num_buffers()).
  * @return A string borrowed from the module, valid while it lives; NULL for
  *         a bad module or index (error set).
  */
@@ -1225,6 +1589,7 @@ MIXP_API const char *mixp_module_buffer_name(const mixp_module *module, int inde
 /**
  * The total number of parameter elements (the sum of the parameters'
  * numel), e.g. 11,689,512 for ResNet-18 with 1000 classes.
+ * @param module The module.
  * @return The count, or -1 for a NULL or dead module (error set).
  */
 MIXP_API int64_t mixp_module_num_parameter_elements(const mixp_module *module);
@@ -1268,6 +1633,7 @@ MIXP_API int64_t mixp_module_num_parameter_elements(const mixp_module *module);
  *
  * mixp_module_forward() runs the model; mixp_module_set_training() switches
  * dropout and batch norm between training and evaluation.
+ * @param session The session that owns the result.
  * @param config NUL-terminated UTF-8; borrowed during the call.
  * @param[out] out Receives the model (owned: mixp_module_destroy()).
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL, an unknown model name,
@@ -1319,6 +1685,7 @@ typedef struct mixp_optimizer_options {
 /**
  * Fills @p options with PyTorch's defaults for @p kind and sets struct_size.
  * @param[out] options NULL is ignored.
+ * @param kind The optimizer whose defaults are wanted.
  */
 MIXP_API void mixp_optimizer_options_init(mixp_optimizer_options *options,
                                           mixp_optimizer_kind kind);
@@ -1326,8 +1693,11 @@ MIXP_API void mixp_optimizer_options_init(mixp_optimizer_options *options,
 /**
  * Creates an optimizer over @p n parameters. The optimizer keeps references
  * to them; their state (moments) is created lazily on the first step.
+ * @param session The session that owns the result.
  * @param[in] params Leaf float tensors that require grad, all of one session,
  *                   no duplicates; the array is copied.
+ * @param n Number of entries in @p params.
+ * @param options Kind and hyper-parameters; fill with mixp_optimizer_options_init().
  * @param[out] out   Receives the optimizer (owned: mixp_optimizer_destroy()).
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for bad hyper-parameters (named
  *         in the message), NULL or duplicate parameters; MIXP_ERR_STATE for a
@@ -1360,6 +1730,7 @@ MIXP_API void mixp_optimizer_destroy(mixp_optimizer *optimizer);
  * per-parameter step counts stay bit-identical, without a host sync); the
  * step still counts (mixp_optimizer_step_count() and the LR schedule
  * advance, as PyTorch's scheduler does), and the flag is cleared.
+ * @param optimizer The optimizer.
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL; MIXP_ERR_STATE inside
  *         a checkpoint region (mixp_checkpoint_begin()).
  */
@@ -1367,12 +1738,14 @@ MIXP_API mixp_status mixp_optimizer_step(mixp_optimizer *optimizer);
 
 /**
  * Drops the gradients of all parameters (PyTorch's set_to_none=True).
+ * @param optimizer The optimizer.
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
  */
 MIXP_API mixp_status mixp_optimizer_zero_grad(mixp_optimizer *optimizer);
 
 /**
  * The learning rate the next step will use.
+ * @param optimizer The optimizer.
  * @param[out] lr Receives it.
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
  */
@@ -1380,6 +1753,8 @@ MIXP_API mixp_status mixp_optimizer_get_lr(const mixp_optimizer *optimizer, doub
 
 /**
  * Sets the base learning rate (the schedule scales it).
+ * @param optimizer The optimizer.
+ * @param lr The new base learning rate; finite and >= 0.
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a negative or non-finite lr.
  */
 MIXP_API mixp_status mixp_optimizer_set_lr(mixp_optimizer *optimizer, double lr);
@@ -1387,6 +1762,7 @@ MIXP_API mixp_status mixp_optimizer_set_lr(mixp_optimizer *optimizer, double lr)
 /**
  * The number of steps taken so far (calls of mixp_optimizer_step(), directly
  * or through a scaler, including steps skipped on the device).
+ * @param optimizer The optimizer.
  * @return The count, or -1 for NULL.
  */
 MIXP_API int64_t mixp_optimizer_step_count(const mixp_optimizer *optimizer);
@@ -1395,6 +1771,8 @@ MIXP_API int64_t mixp_optimizer_step_count(const mixp_optimizer *optimizer);
  * The learning rate a schedule gives at a step, without an optimizer (for
  * plots and tests). Uses options->lr, schedule, warmup_steps, total_steps and
  * min_lr.
+ * @param options Optimizer options holding the schedule.
+ * @param step The step (>= 0).
  * @param[out] lr Receives it.
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for bad options or step < 0.
  */
@@ -1507,6 +1885,7 @@ MIXP_API void mixp_grad_scaler_destroy(mixp_grad_scaler *scaler);
  * F64 loss), rounding the product to the loss's dtype as PyTorch does. The
  * product is recorded by autograd, so mixp_backward() on it produces scaled
  * gradients.
+ * @param scaler The scaler.
  * @param loss A float tensor of the scaler's session (any shape).
  * @param[out] out Receives the scaled loss (owned; a new reference to
  *                 @p loss itself when the scaler is DISABLED).
@@ -1522,6 +1901,8 @@ MIXP_API mixp_status mixp_grad_scaler_scale(mixp_grad_scaler *scaler, const mixp
  * that also checks them for Inf/NaN (before dividing) and records an
  * overflow in the optimizer's skip flag. Call it once per optimizer and
  * step, after the last backward and before clipping. No-op when DISABLED.
+ * @param scaler The scaler.
+ * @param optimizer The optimizer whose gradients are unscaled.
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or stale handles;
  *         MIXP_ERR_DEVICE for an optimizer of another session;
  *         MIXP_ERR_STATE "unscale() has already been called on this
@@ -1538,6 +1919,8 @@ MIXP_API mixp_status mixp_grad_scaler_unscale(mixp_grad_scaler *scaler,
  * non-finite clip norm) was flagged. DISABLED: a plain mixp_optimizer_step().
  * If the optimizer step itself fails, the gradients stay unscaled and the
  * optimizer counts as unscaled (a retry does not unscale twice).
+ * @param scaler The scaler.
+ * @param optimizer The optimizer to step.
  * @return MIXP_OK; the errors of mixp_grad_scaler_unscale() and
  *         mixp_optimizer_step(); MIXP_ERR_STATE "step() has already been
  *         called since the last update()".
@@ -1552,6 +1935,7 @@ MIXP_API mixp_status mixp_grad_scaler_step(mixp_grad_scaler *scaler,
  * to the ready state. The overflow flag of an optimizer that was unscaled
  * but not stepped is cleared. An optimizer destroyed since its unscale or
  * step still counts. No-op when DISABLED.
+ * @param scaler The scaler.
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL; MIXP_ERR_STATE when
  *         no unscale() or step() was recorded since the last update.
  */
@@ -1562,6 +1946,7 @@ MIXP_API mixp_status mixp_grad_scaler_update(mixp_grad_scaler *scaler);
  * mixp_grad_scaler_update() it ends the iteration (flags are summed for
  * mixp_grad_scaler_found_inf(), optimizers return to ready), but the scale
  * becomes @p new_scale and the counters are kept. Ignored when DISABLED.
+ * @param scaler The scaler.
  * @param new_scale Finite and > 0 (the min/max bounds do not apply).
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a bad @p new_scale.
  */
@@ -1569,6 +1954,7 @@ MIXP_API mixp_status mixp_grad_scaler_update_to(mixp_grad_scaler *scaler, double
 
 /**
  * The current scale (reads device memory: synchronises).
+ * @param scaler The scaler.
  * @param[out] scale Receives it; 1.0 when DISABLED.
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
  */
@@ -1577,6 +1963,7 @@ MIXP_API mixp_status mixp_grad_scaler_get_scale(const mixp_grad_scaler *scaler, 
 /**
  * Whether the step(s) of the last update (or update_to) found an overflow
  * (synchronises).
+ * @param scaler The scaler.
  * @param[out] found_inf Receives 1 or 0 (0 before the first update and when
  *                       DISABLED).
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
@@ -1586,6 +1973,7 @@ MIXP_API mixp_status mixp_grad_scaler_found_inf(const mixp_grad_scaler *scaler, 
 /**
  * The number of clean steps since the scale last changed by growth or
  * overflow (PyTorch's _growth_tracker; synchronises).
+ * @param scaler The scaler.
  * @param[out] growth_tracker Receives it (0 when DISABLED).
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
  */
@@ -1593,11 +1981,13 @@ MIXP_API mixp_status mixp_grad_scaler_growth_tracker(const mixp_grad_scaler *sca
                                                      int64_t *growth_tracker);
 
 /** The mode a scaler runs in (AUTO already resolved).
+ *  @param scaler The scaler.
  *  @return The mode, or MIXP_SCALER_AUTO for NULL (error set). */
 MIXP_API mixp_scaler_mode mixp_grad_scaler_mode(const mixp_grad_scaler *scaler);
 
 /**
  * The number of bytes mixp_grad_scaler_save_state() writes.
+ * @param scaler The scaler.
  * @param[out] size Receives it.
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
  */
@@ -1607,7 +1997,9 @@ MIXP_API mixp_status mixp_grad_scaler_state_size(const mixp_grad_scaler *scaler,
  * Serialises the scaler for a checkpoint: mode, options, scale, growth
  * tracker, backoff and hysteresis counters, in a versioned little-endian
  * format with a magic number and a checksum (synchronises).
+ * @param scaler The scaler.
  * @param[out] buf      Receives the bytes (@p capacity available).
+ * @param capacity Bytes available in @p buf.
  * @param[out] written  Receives the number of bytes written.
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL pointers or a
  *         @p capacity below mixp_grad_scaler_state_size().
@@ -1618,7 +2010,9 @@ MIXP_API mixp_status mixp_grad_scaler_save_state(const mixp_grad_scaler *scaler,
 /**
  * Restores a state saved by mixp_grad_scaler_save_state(), mode and options
  * included, so that training continues exactly where it was saved.
+ * @param scaler The scaler.
  * @param[in] buf The bytes (copied), @p n long.
+ * @param n Number of bytes in @p buf.
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL; MIXP_ERR_CORRUPT for
  *         a truncated buffer, a wrong magic, an unknown version, a checksum
  *         mismatch or an invalid field (the scaler is unchanged);
@@ -1685,6 +2079,7 @@ MIXP_API mixp_status mixp_amp_decorate(mixp_module *model, mixp_optimizer *optim
  * after mixp_grad_scaler_unscale() so that it clips the true gradients.
  * Parameters without a gradient are ignored (no gradient at all: the norm
  * is 0).
+ * @param optimizer The optimizer whose gradients are clipped.
  * @param max_norm   Finite and > 0.
  * @param[out] total_norm NULL, or receives the norm before clipping: an F32
  *                   scalar tensor on the device (owned; reading it
@@ -1707,6 +2102,7 @@ typedef struct mixp_loader mixp_loader;
 /**
  * Opens an IDX image file and its IDX label file (MNIST format, gzip or not).
  * Images become U8 samples of shape [1, rows, cols]; labels I64.
+ * @param session The session that owns the result.
  * @param[in] images_path Path of the idx3 images file.
  * @param[in] labels_path Path of the idx1 labels file.
  * @param[out] out Receives the dataset (owned: mixp_dataset_destroy()).
@@ -1720,6 +2116,7 @@ MIXP_API mixp_status mixp_dataset_idx_open(mixp_session *session, const char *im
  * Opens the Fashion-MNIST (or MNIST) split found in @p dir, which holds
  * train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz],
  * t10k-images-idx3-ubyte[.gz] and t10k-labels-idx1-ubyte[.gz].
+ * @param session The session that owns the result.
  * @param dir   NULL for Debian's /usr/share/datasets/fashion-mnist.
  * @param train 1 for the 60,000 training images, 0 for the 10,000 test images.
  * @param[out] out Receives the dataset (owned).
@@ -1754,6 +2151,8 @@ MIXP_API void mixp_synthetic_options_init(mixp_synthetic_options *options);
  * only on the sample shape and the class count, not on the seed; the seed
  * picks the labels and the noise. So two datasets with different seeds are
  * a train/test split of the same task.
+ * @param session The session that owns the result.
+ * @param options Sample shape, class count, size, noise and seed.
  * @param[out] out Receives the dataset (owned).
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT (non-positive sizes, noise < 0).
  */
@@ -1778,6 +2177,7 @@ MIXP_API void mixp_dataset_destroy(mixp_dataset *dataset);
  * are the same window shifted by one token: loaders yield inputs I64
  * [B, block_size] and labels I64 [B, block_size] (next-token targets).
  * UTF-8 text works byte by byte. The whole file is held in memory.
+ * @param session The session that owns the result.
  * @param[in] path       The file.
  * @param     block_size Tokens per sample (>= 1).
  * @param[out] out Receives the dataset (owned: mixp_dataset_destroy()).
@@ -1791,6 +2191,7 @@ MIXP_API mixp_status mixp_dataset_text(mixp_session *session, const char *path,
 /**
  * The vocabulary of a text dataset: @p bytes[id] receives the byte that
  * token @p id stands for, which is how generated ids are decoded.
+ * @param dataset A text dataset.
  * @param[out] bytes    At least mixp_dataset_num_classes() entries (256
  *                      always fits).
  * @param      capacity Entries available in @p bytes.
@@ -1807,6 +2208,9 @@ MIXP_API mixp_status mixp_dataset_vocab(const mixp_dataset *dataset, unsigned ch
  * start in the range (and the block_size tokens after them) and keeps the
  * parent's vocabulary, so token ids mean the same in both; leaving
  * block_size samples between two subsets keeps their tokens apart.
+ * @param dataset The parent dataset.
+ * @param start First sample, in [0, size).
+ * @param count Number of samples, in [1, size - start].
  * @param[out] out Receives the dataset (owned: mixp_dataset_destroy()).
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL pointers, start
  *         outside [0, size) or count outside [1, size - start].
@@ -1814,15 +2218,18 @@ MIXP_API mixp_status mixp_dataset_vocab(const mixp_dataset *dataset, unsigned ch
 MIXP_API mixp_status mixp_dataset_subset(const mixp_dataset *dataset, int64_t start,
                                          int64_t count, mixp_dataset **out);
 
-/** @return The number of samples, or -1 for NULL. */
+/** @param dataset The dataset.
+ *  @return The number of samples, or -1 for NULL. */
 MIXP_API int64_t mixp_dataset_size(const mixp_dataset *dataset);
 
-/** @return The number of classes (the vocabulary size of a text dataset),
+/** @param dataset The dataset.
+ *  @return The number of classes (the vocabulary size of a text dataset),
  *          or -1 for NULL. */
 MIXP_API int64_t mixp_dataset_num_classes(const mixp_dataset *dataset);
 
 /**
  * The shape of one sample, e.g. {1, 28, 28} ({block_size} for text).
+ * @param dataset The dataset.
  * @param[out] shape At least MIXP_MAX_DIMS entries.
  * @param[out] ndim  Receives the number of dimensions.
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
@@ -1851,6 +2258,8 @@ MIXP_API void mixp_loader_options_init(mixp_loader_options *options);
 
 /**
  * Creates a loader over a dataset (which it keeps alive).
+ * @param dataset The dataset (kept alive by the loader).
+ * @param options Batch size, shuffling, normalisation and dtype.
  * @param[out] out Receives the loader (owned: mixp_loader_destroy()).
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for batch_size < 1, std <= 0 or
  *         a non-float dtype.
@@ -1867,6 +2276,7 @@ MIXP_API void mixp_loader_destroy(mixp_loader *loader);
 
 /**
  * The next batch of the current epoch.
+ * @param loader The loader.
  * @param[out] inputs Receives [B, sample shape...] in the loader's dtype
  *                    (owned): [B, C, H, W] for image datasets; I64 token ids
  *                    [B, block_size] for text datasets.
@@ -1878,10 +2288,12 @@ MIXP_API void mixp_loader_destroy(mixp_loader *loader);
 MIXP_API mixp_status mixp_loader_next(mixp_loader *loader, mixp_tensor **inputs,
                                       mixp_tensor **labels);
 
-/** @return Batches per epoch, or -1 for NULL. */
+/** @param loader The loader.
+ *  @return Batches per epoch, or -1 for NULL. */
 MIXP_API int64_t mixp_loader_num_batches(const mixp_loader *loader);
 
-/** @return The current epoch (0-based; incremented when a new epoch starts),
+/** @param loader The loader.
+ *  @return The current epoch (0-based; incremented when a new epoch starts),
  *          or -1 for NULL. */
 MIXP_API int64_t mixp_loader_epoch(const mixp_loader *loader);
 
