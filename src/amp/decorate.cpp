@@ -1,3 +1,4 @@
+#include "core/options.hpp"
 #include "amp/decorate.hpp"
 
 #include <cstring>
@@ -41,15 +42,7 @@ void default_decorate_options(mixp_decorate_options &o) noexcept {
 }
 
 void decorate(Module &model, Optimizer *opt, const mixp_decorate_options *opts, const char *fn) {
-  mixp_decorate_options o;
-  default_decorate_options(o);
-  if (opts) {
-    if (opts->struct_size != sizeof(mixp_decorate_options))
-      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->struct_size is ", opts->struct_size,
-           ", expected ", sizeof(mixp_decorate_options),
-           " (fill the options with mixp_decorate_options_init)");
-    o = *opts;
-  }
+  mixp_decorate_options o = read_options(opts, default_decorate_options, fn, "mixp_decorate_options_init");
   if (!dtype_valid(int(o.dtype)))
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->dtype is ", int(o.dtype),
          ", not a mixp_dtype");

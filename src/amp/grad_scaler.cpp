@@ -1,3 +1,4 @@
+#include "core/options.hpp"
 #include "amp/grad_scaler.hpp"
 
 #include <cmath>
@@ -165,15 +166,8 @@ GradScaler *check_grad_scaler(const mixp_grad_scaler *g, const char *fn, const c
 
 std::unique_ptr<GradScaler> make_grad_scaler(Session *s, const mixp_grad_scaler_options *opts,
                                              const char *fn) {
-  mixp_grad_scaler_options o;
-  amp::default_scaler_options(o);
-  if (opts) {
-    if (opts->struct_size != sizeof(mixp_grad_scaler_options))
-      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->struct_size is ", opts->struct_size,
-           ", expected ", sizeof(mixp_grad_scaler_options),
-           " (fill the options with mixp_grad_scaler_options_init)");
-    o = *opts;
-  }
+  mixp_grad_scaler_options o = read_options(opts, amp::default_scaler_options, fn,
+                                            "mixp_grad_scaler_options_init");
   check_scaler_options(o, true, MIXP_ERR_INVALID_ARGUMENT, "options->", fn);
   if (o.mode == MIXP_SCALER_AUTO) {
     mixp_dtype dt = MIXP_F32;

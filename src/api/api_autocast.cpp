@@ -3,6 +3,7 @@
 
 #include "amp/autocast.hpp"
 #include "api/api_common.hpp"
+#include "core/options.hpp"
 
 using namespace mixp;
 
@@ -22,14 +23,8 @@ mixp_status mixp_autocast_push(mixp_session *session, const mixp_autocast_option
   const char *fn = "mixp_autocast_push";
   return guard(fn, [&] {
     Session *s = check_session(session, fn);
-    mixp_autocast_options o;
-    mixp_autocast_options_init(&o);
-    if (options) {
-      if (options->struct_size != sizeof(mixp_autocast_options))
-        fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->struct_size is ", options->struct_size,
-             "; fill options with mixp_autocast_options_init()");
-      o = *options;
-    }
+    const mixp_autocast_options o = read_options(options, mixp_autocast_options_init, fn,
+                                                 "mixp_autocast_options_init");
     amp::push(s, o, fn);
   });
 }
@@ -46,9 +41,7 @@ mixp_status mixp_autocast_policy(const mixp_session *session, const char *op_nam
     Session *s = check_session(session, fn);
     if (!op_name) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": op_name is NULL");
     check_out(policy, fn, "policy");
-    if (policy->struct_size != sizeof(mixp_autocast_policy_info))
-      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": policy->struct_size is ", policy->struct_size,
-           "; set it to sizeof(mixp_autocast_policy_info)");
+    check_struct_size(*policy, fn, "policy", "set it to sizeof(mixp_autocast_policy_info)");
     const int idx = amp::op_index(op_name);
     if (idx < 0) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": unknown op '", op_name, "'");
     const amp::AutocastState *st = amp::current(s);

@@ -1,5 +1,6 @@
 // C ABI shims of convolution and pooling (ops/conv.cpp, ops/pool.cpp).
 #include "api/api_common.hpp"
+#include "core/options.hpp"
 #include "mixp/mixp.h"
 #include "ops/ops.hpp"
 
@@ -7,25 +8,12 @@ using namespace mixp;
 
 namespace {
 
-// Options structs of this version only: a struct_size from another version
-// (or garbage) is refused rather than half-read.
-template <class T>
-T read_options(const T *o, void (*init)(T *), const char *fn) {
-  T r;
-  init(&r);
-  if (!o) return r;
-  if (o->struct_size != sizeof(T))
-    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->struct_size is ", o->struct_size, ", expected ", sizeof(T),
-         " (fill options with the matching _options_init)");
-  return *o;
-}
-
 mixp_status pool_shim(const char *fn, bool max, const mixp_tensor *x, const mixp_pool2d_options *options,
                       mixp_tensor **out) {
   return guard(fn, [&] {
     check_out(out, fn);
     auto x_ = share(check_tensor(x, fn, "x"));
-    const mixp_pool2d_options o = read_options(options, mixp_pool2d_options_init, fn);
+    const mixp_pool2d_options o = read_options(options, mixp_pool2d_options_init, fn, "mixp_pool2d_options_init");
     give(out, max ? max_pool2d(x_, o) : avg_pool2d(x_, o));
   });
 }
@@ -53,7 +41,7 @@ mixp_status mixp_conv2d(const mixp_tensor *x, const mixp_tensor *weight, const m
     TensorPtr xt = share(check_tensor(x, fn, "x"));
     TensorPtr wt = share(check_tensor(weight, fn, "weight"));
     TensorPtr bt = bias ? share(check_tensor(bias, fn, "bias")) : TensorPtr();
-    const mixp_conv2d_options o = read_options(options, mixp_conv2d_options_init, fn);
+    const mixp_conv2d_options o = read_options(options, mixp_conv2d_options_init, fn, "mixp_conv2d_options_init");
     give(out, conv2d(xt, wt, bt, o));
   });
 }

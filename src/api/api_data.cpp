@@ -1,5 +1,6 @@
 // C ABI shims of the datasets and loaders group.
 #include "api/api_common.hpp"
+#include "core/options.hpp"
 #include "data/dataset.hpp"
 #include "data/loader.hpp"
 #include "mixp/mixp.h"
@@ -8,25 +9,6 @@ namespace {
 
 constexpr const char *kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
-// Options passed by the caller, or the defaults for NULL. Only the layout of
-// this version is known, so any other struct_size is refused.
-template <class T>
-T read_options(const T *o, void (*init)(T *), const char *fn, const char *init_name) {
-  T v;
-  init(&v);
-  if (!o) return v;
-  if (o->struct_size != sizeof(T))
-    mixp::fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->struct_size is ", o->struct_size,
-               ", expected ", sizeof(T), " (fill the options with ", init_name, "())");
-  return *o;
-}
-
-mixp_dataset *make_handle(mixp::Session *s, mixp::DatasetPtr data) {
-  auto *d = new mixp_dataset;
-  d->session = mixp::SessionRef::share(s);
-  d->data = std::move(data);
-  return d;
-}
 
 }  // namespace
 
@@ -40,7 +22,7 @@ mixp_status mixp_dataset_idx_open(mixp_session *session, const char *images_path
     if (!images_path) mixp::fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": images_path is NULL");
     if (!labels_path) mixp::fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": labels_path is NULL");
     mixp::check_out(out, fn);
-    *out = make_handle(s, mixp::load_idx(images_path, labels_path, fn));
+    *out = new mixp_dataset(s, mixp::load_idx(images_path, labels_path, fn));
   });
 }
 
@@ -53,7 +35,7 @@ mixp_status mixp_dataset_fashion_mnist(mixp_session *session, const char *dir, i
       mixp::fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": train must be 1 (training split) or 0 (test split), got ",
                  train);
     mixp::check_out(out, fn);
-    *out = make_handle(s, mixp::load_fashion_mnist(dir ? dir : kFashionMnistDir, train == 1, fn));
+    *out = new mixp_dataset(s, mixp::load_fashion_mnist(dir ? dir : kFashionMnistDir, train == 1, fn));
   });
 }
 
@@ -76,10 +58,10 @@ mixp_status mixp_dataset_synthetic(mixp_session *session, const mixp_synthetic_o
   return mixp::guard(fn, [&] {
     mixp::Session *s = mixp::check_session(session, fn);
     mixp_synthetic_options o =
-        read_options(options, mixp_synthetic_options_init, fn, "mixp_synthetic_options_init");
+        mixp::read_options(options, mixp_synthetic_options_init, fn, "mixp_synthetic_options_init");
     mixp::check_synthetic_options(o, fn);
     mixp::check_out(out, fn);
-    *out = make_handle(s, mixp::make_synthetic(s, o));
+    *out = new mixp_dataset(s, mixp::make_synthetic(s, o));
   });
 }
 
@@ -132,7 +114,7 @@ mixp_status mixp_loader_create(mixp_dataset *dataset, const mixp_loader_options 
   return mixp::guard(fn, [&] {
     mixp::Dataset *d = mixp::check_dataset(dataset, fn);
     mixp_loader_options o =
-        read_options(options, mixp_loader_options_init, fn, "mixp_loader_options_init");
+        mixp::read_options(options, mixp_loader_options_init, fn, "mixp_loader_options_init");
     mixp::check_loader_options(o, fn);
     mixp::check_out(out, fn);
     mixp::check_session(d->session.get(), fn, "the dataset's session");

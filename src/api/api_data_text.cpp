@@ -6,17 +6,6 @@
 #include "data/dataset.hpp"
 #include "mixp/mixp.h"
 
-namespace {
-
-mixp_dataset *make_handle(mixp::Session *s, mixp::DatasetPtr data) {
-  auto *d = new mixp_dataset;
-  d->session = mixp::SessionRef::share(s);
-  d->data = std::move(data);
-  return d;
-}
-
-}  // namespace
-
 extern "C" {
 
 mixp_status mixp_dataset_text(mixp_session *session, const char *path, int64_t block_size,
@@ -27,7 +16,7 @@ mixp_status mixp_dataset_text(mixp_session *session, const char *path, int64_t b
     if (!path) mixp::fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": path is NULL");
     if (block_size < 1) mixp::fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": block_size must be >= 1, got ", block_size);
     mixp::check_out(out, fn);
-    *out = make_handle(s, mixp::load_text(path, block_size, fn));
+    *out = new mixp_dataset(s, mixp::load_text(path, block_size, fn));
   });
 }
 
@@ -62,7 +51,7 @@ mixp_status mixp_dataset_subset(const mixp_dataset *dataset, int64_t start, int6
       mixp::fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": count ", count, " must be in [1, ", n - start,
                  "] for start ", start, " of ", n, " samples");
     mixp::check_out(out, fn);
-    *out = make_handle(s, mixp::subset(*d->data, start, count));
+    *out = new mixp_dataset(s, mixp::subset(*d->data, start, count));
   });
 }
 

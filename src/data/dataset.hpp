@@ -69,6 +69,7 @@ struct mixp_dataset {
   mixp::SessionRef session;
   mixp::DatasetPtr data;
 
+  mixp_dataset(mixp::Session *s, mixp::DatasetPtr d) : session(mixp::SessionRef::share(s)), data(std::move(d)) {}
   ~mixp_dataset() { magic = 0; }
 };
 

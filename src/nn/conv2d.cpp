@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/options.hpp"
 #include "core/error.hpp"
 #include "nn/api_call.hpp"
 #include "nn/layers.hpp"
@@ -48,14 +49,7 @@ std::unique_ptr<Module> make_conv2d(Session *s, int64_t in_channels, int64_t out
                                     int64_t kernel_h, int64_t kernel_w,
                                     const mixp_conv2d_options *geom, bool bias, DType dtype,
                                     const char *fn) {
-  mixp_conv2d_options g;
-  mixp_conv2d_options_init(&g);
-  if (geom) {
-    if (geom->struct_size != sizeof(mixp_conv2d_options))
-      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": geom->struct_size is ", geom->struct_size,
-           ", expected ", sizeof(mixp_conv2d_options), " (use mixp_conv2d_options_init)");
-    g = *geom;
-  }
+  const mixp_conv2d_options g = read_options(geom, mixp_conv2d_options_init, fn, "mixp_conv2d_options_init", "geom");
   require_positive(in_channels, fn, "in_channels");
   require_positive(out_channels, fn, "out_channels");
   require_positive(kernel_h, fn, "kernel_h");

@@ -1,3 +1,4 @@
+#include "core/options.hpp"
 #include "optim/optimizer.hpp"
 
 #include <cmath>
@@ -46,10 +47,7 @@ void default_options(mixp_optimizer_options &o, mixp_optimizer_kind kind) noexce
 }
 
 void check_schedule_options(const mixp_optimizer_options &o, const char *fn) {
-  if (o.struct_size != sizeof(mixp_optimizer_options))
-    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->struct_size is ", o.struct_size,
-         ", expected ", sizeof(mixp_optimizer_options),
-         " (fill the options with mixp_optimizer_options_init)");
+  check_struct_size(o, fn, "options", "fill options with mixp_optimizer_options_init()");
   require_finite_min(o.lr, 0.0, "lr", fn);
   switch (o.schedule) {
     case MIXP_LR_CONSTANT:

@@ -3,13 +3,6 @@
  * gradient accumulation under a scaler (4 micro-batches = one 4x batch). */
 #include "test_util.h"
 
-static mixp_tensor *param(mixp_session *s, mixp_dtype dt, const double *v, int64_t n) {
-  int64_t shape[1] = {n};
-  mixp_tensor *p = mt_tensor(s, dt, v, shape, 1);
-  MT_OK(mixp_tensor_set_requires_grad(p, 1));
-  return p;
-}
-
 /* Accumulates exactly g into p.grad (backward of sum(p * g)). */
 static void add_grad(mixp_tensor *p, const double *g) {
   int64_t shape[1] = {mixp_tensor_numel(p)};
@@ -41,15 +34,6 @@ static void assert_same(const double *got, const double *want, int n) {
     }
 }
 
-static mixp_optimizer *sgd(mixp_session *s, mixp_tensor **params, int n, double lr) {
-  mixp_optimizer_options o;
-  mixp_optimizer_options_init(&o, MIXP_OPTIM_SGD);
-  o.lr = lr;
-  mixp_optimizer *opt = NULL;
-  MT_OK(mixp_optimizer_create(s, params, n, &o, &opt));
-  return opt;
-}
-
 static double item(const mixp_tensor *t) {
   double v = 0;
   MT_OK(mixp_tensor_item(t, &v));
@@ -60,8 +44,8 @@ static void test_clip_hand_norm(void **state) {
   (void)state;
   mixp_session *s = mt_session();
   const double z3[3] = {0, 0, 0}, z2[2] = {0, 0};
-  mixp_tensor *p[2] = {param(s, MIXP_F32, z3, 3), param(s, MIXP_F16, z2, 2)};
-  mixp_optimizer *opt = sgd(s, p, 2, 0.1);
+  mixp_tensor *p[2] = {mt_param(s, MIXP_F32, z3, 3), mt_param(s, MIXP_F16, z2, 2)};
+  mixp_optimizer *opt = mt_sgd(s, p, 2, 0.1);
   const double g1[3] = {3, 4, 0}, g2[2] = {12, 0};
   add_grad(p[0], g1);
   add_grad(p[1], g2);
@@ -103,8 +87,8 @@ static void test_clip_hand_norm(void **state) {
   enum { N = 100000 };
   double *big = (double *)malloc(N * sizeof(double)), *zero = (double *)calloc(N, sizeof(double));
   mt_fill(big, N, -1, 1, 42);
-  mixp_tensor *pb = param(s, MIXP_F32, zero, N);
-  mixp_optimizer *ob = sgd(s, &pb, 1, 0.1);
+  mixp_tensor *pb = mt_param(s, MIXP_F32, zero, N);
+  mixp_optimizer *ob = mt_sgd(s, &pb, 1, 0.1);
   add_grad(pb, big);
   double ss = 0;
   for (int i = 0; i < N; ++i) {
@@ -134,8 +118,8 @@ static void test_non_finite_norm_skips_step(void **state) {
   (void)state;
   mixp_session *s = mt_session();
   const double v[2] = {1.0, 2.0};
-  mixp_tensor *p = param(s, MIXP_F32, v, 2);
-  mixp_optimizer *opt = sgd(s, &p, 1, 0.5);
+  mixp_tensor *p = mt_param(s, MIXP_F32, v, 2);
+  mixp_optimizer *opt = mt_sgd(s, &p, 1, 0.5);
   const double cases[3][2] = {{INFINITY, 1.0}, {NAN, 1.0}, {0x1p66, 0x1p66} /* squares overflow fp32 */};
   for (int k = 0; k < 3; ++k) {
     MT_OK(mixp_optimizer_zero_grad(opt));
@@ -171,8 +155,8 @@ static void test_clip_with_scaler(void **state) {
   (void)state;
   mixp_session *s = mt_session();
   const double v[2] = {1.0, 2.0};
-  mixp_tensor *p = param(s, MIXP_F32, v, 2);
-  mixp_optimizer *opt = sgd(s, &p, 1, 0.5);
+  mixp_tensor *p = mt_param(s, MIXP_F32, v, 2);
+  mixp_optimizer *opt = mt_sgd(s, &p, 1, 0.5);
   mixp_grad_scaler_options so;
   mixp_grad_scaler_options_init(&so);
   so.init_scale = 1024.0;
@@ -338,8 +322,8 @@ static void test_clip_misuse(void **state) {
   (void)state;
   mixp_session *s = mt_session();
   const double v[2] = {1.0, 2.0};
-  mixp_tensor *p = param(s, MIXP_F32, v, 2);
-  mixp_optimizer *opt = sgd(s, &p, 1, 0.5);
+  mixp_tensor *p = mt_param(s, MIXP_F32, v, 2);
+  mixp_optimizer *opt = mt_sgd(s, &p, 1, 0.5);
   add_grad(p, v);
   mixp_tensor *norm = (mixp_tensor *)0x1;
   MT_FAILS(mixp_clip_grad_norm(NULL, 1.0, &norm), MIXP_ERR_INVALID_ARGUMENT, "optimizer is NULL");

@@ -9,22 +9,6 @@
 
 /* ---- helpers --------------------------------------------------------------- */
 
-static mixp_tensor *param(mixp_session *s, mixp_dtype dt, const double *v, int64_t n) {
-  int64_t shape[1] = {n};
-  mixp_tensor *p = mt_tensor(s, dt, v, shape, 1);
-  MT_OK(mixp_tensor_set_requires_grad(p, 1));
-  return p;
-}
-
-static mixp_optimizer *sgd(mixp_session *s, mixp_tensor **params, int n, double lr) {
-  mixp_optimizer_options o;
-  mixp_optimizer_options_init(&o, MIXP_OPTIM_SGD);
-  o.lr = lr;
-  mixp_optimizer *opt = NULL;
-  MT_OK(mixp_optimizer_create(s, params, n, &o, &opt));
-  return opt;
-}
-
 static mixp_grad_scaler *scaler_with(mixp_session *s, const mixp_grad_scaler_options *o) {
   mixp_grad_scaler *g = NULL;
   MT_OK(mixp_grad_scaler_create(s, o, &g));
@@ -114,8 +98,8 @@ static void test_golden_trajectories(void **state) {
     const gs_golden *c = &gs_golden_cases[k];
     mixp_session *s = mt_session();
     const double v[2] = {1.0, -1.0};
-    mixp_tensor *p = param(s, MIXP_F32, v, 2);
-    mixp_optimizer *opt = sgd(s, &p, 1, 0.0);
+    mixp_tensor *p = mt_param(s, MIXP_F32, v, 2);
+    mixp_optimizer *opt = mt_sgd(s, &p, 1, 0.0);
     mixp_grad_scaler_options o;
     options_of(c, &o);
     mixp_grad_scaler *g = scaler_with(s, &o);
@@ -221,9 +205,9 @@ static void test_unscale_divides_in_place(void **state) {
   mixp_grad_scaler *g = scaler_with(s, &o);
   const double v[2] = {1.0, 2.0};
   /* A mix of grad dtypes in one fused pass. */
-  mixp_tensor *p[3] = {param(s, MIXP_F32, v, 2), param(s, MIXP_F16, v, 2),
-                       param(s, MIXP_BF16, v, 2)};
-  mixp_optimizer *opt = sgd(s, p, 3, 0.1);
+  mixp_tensor *p[3] = {mt_param(s, MIXP_F32, v, 2), mt_param(s, MIXP_F16, v, 2),
+                       mt_param(s, MIXP_BF16, v, 2)};
+  mixp_optimizer *opt = mt_sgd(s, p, 3, 0.1);
   for (int k = 0; k < 3; ++k) scaled_backward(g, p[k], 0);
   MT_OK(mixp_grad_scaler_unscale(g, opt));
   for (int k = 0; k < 3; ++k) {
@@ -255,8 +239,8 @@ static void test_state_machine(void **state) {
   (void)state;
   mixp_session *s = mt_session();
   const double v[2] = {1.0, 2.0};
-  mixp_tensor *p = param(s, MIXP_F32, v, 2);
-  mixp_optimizer *opt = sgd(s, &p, 1, 0.1);
+  mixp_tensor *p = mt_param(s, MIXP_F32, v, 2);
+  mixp_optimizer *opt = mt_sgd(s, &p, 1, 0.1);
   mixp_grad_scaler *g = scaler_with(s, NULL);
   assert_int_equal(mixp_grad_scaler_mode(g), MIXP_SCALER_DYNAMIC);
   MT_FAILS(mixp_grad_scaler_update(g), MIXP_ERR_STATE, "no unscale() or step() was recorded");
@@ -325,8 +309,8 @@ static void test_update_to(void **state) {
   (void)state;
   mixp_session *s = mt_session();
   const double v[2] = {1.0, 2.0};
-  mixp_tensor *p = param(s, MIXP_F32, v, 2);
-  mixp_optimizer *opt = sgd(s, &p, 1, 0.0);
+  mixp_tensor *p = mt_param(s, MIXP_F32, v, 2);
+  mixp_optimizer *opt = mt_sgd(s, &p, 1, 0.0);
   mixp_grad_scaler_options o;
   mixp_grad_scaler_options_init(&o);
   o.growth_interval = 3;
@@ -373,8 +357,8 @@ static void test_save_load_continuation(void **state) {
   (void)state;
   mixp_session *s = mt_session();
   const double v[2] = {1.0, 2.0};
-  mixp_tensor *p = param(s, MIXP_F32, v, 2);
-  mixp_optimizer *opt = sgd(s, &p, 1, 0.0);
+  mixp_tensor *p = mt_param(s, MIXP_F32, v, 2);
+  mixp_optimizer *opt = mt_sgd(s, &p, 1, 0.0);
   mixp_grad_scaler_options o;
   mixp_grad_scaler_options_init(&o);
   o.growth_interval = 3;
@@ -599,8 +583,8 @@ static void test_two_optimizers_one_backoff(void **state) {
   (void)state;
   mixp_session *s = mt_session();
   const double v[2] = {1.0, 2.0};
-  mixp_tensor *p1 = param(s, MIXP_F32, v, 2), *p2 = param(s, MIXP_F32, v, 2);
-  mixp_optimizer *o1 = sgd(s, &p1, 1, 0.5), *o2 = sgd(s, &p2, 1, 0.5);
+  mixp_tensor *p1 = mt_param(s, MIXP_F32, v, 2), *p2 = mt_param(s, MIXP_F32, v, 2);
+  mixp_optimizer *o1 = mt_sgd(s, &p1, 1, 0.5), *o2 = mt_sgd(s, &p2, 1, 0.5);
   mixp_grad_scaler_options so;
   mixp_grad_scaler_options_init(&so);
   so.growth_interval = 2;
@@ -629,7 +613,7 @@ static void test_two_optimizers_one_backoff(void **state) {
   MT_OK(mixp_grad_scaler_step(g, o1));
   MT_OK(mixp_grad_scaler_step(g, o2));
   mixp_optimizer_destroy(o2);
-  mixp_optimizer *o3 = sgd(s, &p2, 1, 0.5);
+  mixp_optimizer *o3 = mt_sgd(s, &p2, 1, 0.5);
   MT_OK(mixp_grad_scaler_unscale(g, o3));
   MT_OK(mixp_grad_scaler_update(g));
   assert_true(get_scale(g) == 16384.0);
@@ -659,8 +643,8 @@ static void test_static_skips(void **state) {
   (void)state;
   mixp_session *s = mt_session();
   const double v[2] = {1.0, 2.0};
-  mixp_tensor *p = param(s, MIXP_F32, v, 2);
-  mixp_optimizer *opt = sgd(s, &p, 1, 1.0);
+  mixp_tensor *p = mt_param(s, MIXP_F32, v, 2);
+  mixp_optimizer *opt = mt_sgd(s, &p, 1, 1.0);
   mixp_grad_scaler_options so;
   mixp_grad_scaler_options_init(&so);
   so.mode = MIXP_SCALER_STATIC;
@@ -815,8 +799,8 @@ static void test_call_misuse(void **state) {
   mixp_session *s = mt_session(), *s2 = mt_session();
   mixp_grad_scaler *g = scaler_with(s, NULL);
   const double v[2] = {1.0, 2.0};
-  mixp_tensor *p = param(s, MIXP_F32, v, 2), *p2 = param(s2, MIXP_F32, v, 2);
-  mixp_optimizer *opt = sgd(s, &p, 1, 0.1), *opt2 = sgd(s2, &p2, 1, 0.1);
+  mixp_tensor *p = mt_param(s, MIXP_F32, v, 2), *p2 = mt_param(s2, MIXP_F32, v, 2);
+  mixp_optimizer *opt = mt_sgd(s, &p, 1, 0.1), *opt2 = mt_sgd(s2, &p2, 1, 0.1);
   mixp_tensor *out = (mixp_tensor *)0x1;
 
   MT_FAILS(mixp_grad_scaler_scale(NULL, p, &out), MIXP_ERR_INVALID_ARGUMENT, "scaler is NULL");
@@ -893,8 +877,8 @@ static void test_closed_session(void **state) {
   mixp_session *s = mt_session();
   mixp_grad_scaler *g = scaler_with(s, NULL);
   const double v[2] = {1.0, 2.0};
-  mixp_tensor *p = param(s, MIXP_F32, v, 2);
-  mixp_optimizer *opt = sgd(s, &p, 1, 0.1);
+  mixp_tensor *p = mt_param(s, MIXP_F32, v, 2);
+  mixp_optimizer *opt = mt_sgd(s, &p, 1, 0.1);
   mixp_session_destroy(s);
   mixp_tensor *out = NULL;
   MT_FAILS(mixp_grad_scaler_scale(g, p, &out), MIXP_ERR_STATE, "session was destroyed");

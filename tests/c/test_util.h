@@ -66,6 +66,24 @@ static inline mixp_tensor *mt_tensor(mixp_session *s, mixp_dtype dt, const doubl
   return t;
 }
 
+/* A 1-D leaf of n values that requires grad. */
+static inline mixp_tensor *mt_param(mixp_session *s, mixp_dtype dt, const double *v, int64_t n) {
+  int64_t shape[1] = {n};
+  mixp_tensor *p = mt_tensor(s, dt, v, shape, 1);
+  MT_OK(mixp_tensor_set_requires_grad(p, 1));
+  return p;
+}
+
+/* Plain SGD (no momentum, no weight decay) over n parameters. */
+static inline mixp_optimizer *mt_sgd(mixp_session *s, mixp_tensor **params, int n, double lr) {
+  mixp_optimizer_options o;
+  mixp_optimizer_options_init(&o, MIXP_OPTIM_SGD);
+  o.lr = lr;
+  mixp_optimizer *opt = NULL;
+  MT_OK(mixp_optimizer_create(s, params, n, &o, &opt));
+  return opt;
+}
+
 /* Reads any float tensor as doubles into a malloc'd array (caller frees). */
 static inline double *mt_values(const mixp_tensor *t) {
   int64_t n = mixp_tensor_numel(t);
