@@ -4,6 +4,7 @@
  * and record writer produce them (tensorboard 2.21, generated once with
  * tensorboard.compat.proto.event_pb2 and
  * tensorboard.compat.tensorflow_stub.pywrap_tensorflow.masked_crc32c). */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
