@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "mixp-train.h"
+#include "mixp-train-log.h"
 
 #define EVAL_BATCH 1000
 #define MAX_PARAMS 4096
@@ -73,6 +74,13 @@ static void usage(FILE *f) {
           "  --accum-steps N         accumulate gradients over N batches per optimizer step (default 1)\n"
           "  --check-numerics M      off (default), warn or error: report the first op with NaN/Inf\n"
           "  --compare               run O0, O1 and O2 with the same seed and print one table\n"
+          "\n"
+          "Training logs:\n"
+          "  --logdir DIR            write TensorBoard event files to DIR (with --compare: DIR/O0,\n"
+          "                          DIR/O1, DIR/O2): the loss every --log-every steps, and per epoch\n"
+          "                          test accuracy, lr, loss scale, skipped steps, samples/s, peak memory\n"
+          "  --csv PATH              write the same scalars to PATH as CSV (run,tag,step,value,wall_time)\n"
+          "  --log-every N           steps between logged loss points (default 10)\n"
           "  --help                  show this message\n");
 }
 
@@ -169,6 +177,7 @@ static void parse_args(int argc, char **argv, args *a) {
   a->init_scale = 65536.0;
   a->accum_steps = 1;
   a->check_numerics = MIXP_NUMERICS_OFF;
+  a->log_every = 10;
   for (int i = 1; i < argc; ++i) {
     const char *flag = argv[i];
     if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
@@ -198,7 +207,8 @@ static void parse_args(int argc, char **argv, args *a) {
                                         "--model-config", "--block-size",
                                         "--limit-train", "--limit-test", "--amp", "--amp-dtype",
                                         "--loss-scale", "--init-scale", "--clip-norm",
-                                        "--accum-steps", "--check-numerics"};
+                                        "--accum-steps", "--check-numerics", "--logdir",
+                                        "--csv", "--log-every"};
     int is_known = 0;
     for (size_t k = 0; k < sizeof known / sizeof known[0]; ++k) is_known |= strcmp(name, known[k]) == 0;
     if (!is_known) bad_usage("unknown flag '%s'", name);
@@ -284,6 +294,14 @@ static void parse_args(int argc, char **argv, args *a) {
       else if (strcmp(value, "warn") == 0) a->check_numerics = MIXP_NUMERICS_WARN;
       else if (strcmp(value, "error") == 0) a->check_numerics = MIXP_NUMERICS_ERROR;
       else bad_usage("--check-numerics: unknown mode '%s' (known: off, warn, error)", value);
+    } else if (strcmp(name, "--logdir") == 0) {
+      if (!*value) bad_usage("--logdir needs a directory");
+      a->logdir = value;
+    } else if (strcmp(name, "--csv") == 0) {
+      if (!*value) bad_usage("--csv needs a file name");
+      a->csv_path = value;
+    } else if (strcmp(name, "--log-every") == 0) {
+      a->log_every = (int)parse_int(name, value, 1, INT_MAX);
     } else if (strcmp(name, "--limit-train") == 0) {
       a->limit_train = parse_int(name, value, 1, INT64_MAX);
     } else { /* --limit-test, the last known flag */
@@ -404,11 +422,18 @@ typedef struct trainer {
   mixp_grad_scaler *scaler;
   int64_t micro;         /* batches seen, for gradient accumulation */
   int64_t skipped;       /* optimizer steps skipped for non-finite gradients */
+  run_log *log;          /* NULL without --logdir and --csv */
 } trainer;
 
 /* One batch: forward under the precision policy, backward of the (scaled)
  * loss; every accum_steps batches also unscale, clip, step and update the
  * scale. Returns the batch's loss. */
+static double current_scale(const mixp_grad_scaler *sc) {
+  double v = 1.0;
+  CHECK(mixp_grad_scaler_get_scale(sc, &v));
+  return v;
+}
+
 static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y) {
   const args *a = t->a;
   const int first = t->micro % a->accum_steps == 0;
@@ -444,6 +469,10 @@ static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y)
   if (t->steps == 0) t->first_loss = lv;
   t->recent[t->steps % 10] = lv;
   t->steps++;
+  if (t->log && t->steps % a->log_every == 0) {
+    run_log_scalar(t->log, "train/loss", t->steps, lv);
+    run_log_scalar(t->log, "amp/loss_scale", t->steps, current_scale(t->scaler));
+  }
   return lv;
 }
 
@@ -535,11 +564,6 @@ static mixp_grad_scaler *make_scaler(mixp_session *s, const args *a) {
   return sc;
 }
 
-static double current_scale(const mixp_grad_scaler *sc) {
-  double v = 1.0;
-  CHECK(mixp_grad_scaler_get_scale(sc, &v));
-  return v;
-}
 
 static run_result run(const args *a, int tty) {
   double t_start = now_s();
@@ -630,6 +654,9 @@ static run_result run(const args *a, int tty) {
   run_result res;
   memset(&res, 0, sizeof res);
   const char *metric_name = m.is_gpt ? "val_loss" : "test_accuracy";
+  const char *metric_tag = m.is_gpt ? "eval/loss" : "eval/accuracy";
+  static const char *const level_names[] = {"O0", "O1", "O2"};
+  t.log = run_log_open(a->logdir, a->compare, level_names[a->amp_level]);
   for (int e = 1; e <= a->epochs; ++e) {
     CHECK(mixp_memory_stats_reset_peak(s));
     const int64_t skipped_before = t.skipped;
@@ -648,11 +675,30 @@ static run_result run(const args *a, int tty) {
       printf(" loss_scale=%g skipped_steps=%" PRId64, current_scale(scaler), t.skipped - skipped_before);
     printf("\n");
     fflush(stdout);
+    if (t.log) {
+      double lr = 0;
+      CHECK(mixp_optimizer_get_lr(opt, &lr));
+      run_log_scalar(t.log, "train/epoch_loss", t.steps, r.loss);
+      run_log_scalar(t.log, metric_tag, t.steps, res.metric);
+      run_log_scalar(t.log, "train/lr", t.steps, lr);
+      run_log_scalar(t.log, "amp/epoch_loss_scale", t.steps, current_scale(scaler));
+      run_log_scalar(t.log, "amp/skipped_steps", t.steps, (double)(t.skipped - skipped_before));
+      run_log_scalar(t.log, "perf/samples_per_sec", t.steps,
+                     r.seconds > 0 ? (double)r.samples / r.seconds : 0.0);
+      run_log_scalar(t.log, "perf/peak_mem_mb", t.steps, epoch_peak);
+      run_log_flush(t.log);
+    }
   }
   res.samples_per_sec = train_seconds > 0 ? (double)train_samples / train_seconds : 0.0;
   res.epoch_seconds = train_seconds / a->epochs;
   res.skipped = t.skipped;
   res.loss_scale = current_scale(scaler);
+  /* The whole run in one point per measure: what plot_runs.py compares. */
+  run_log_scalar(t.log, m.is_gpt ? "final/val_loss" : "final/accuracy", t.steps, res.metric);
+  run_log_scalar(t.log, "final/samples_per_sec", t.steps, res.samples_per_sec);
+  run_log_scalar(t.log, "final/peak_mem_mb", t.steps, res.peak_mb);
+  run_log_scalar(t.log, "final/skipped_steps", t.steps, (double)res.skipped);
+  run_log_close(t.log);
   if (m.is_gpt)
     printf("final: val_loss=%.4f first_loss=%.4f last_loss=%.4f epochs=%d time=%.1fs "
            "samples_per_sec=%.0f peak_mem_mb=%.1f\n",
@@ -676,8 +722,10 @@ int main(int argc, char **argv) {
   args a;
   parse_args(argc, argv, &a);
   int tty = isatty(STDOUT_FILENO);
+  train_logs_begin(a.csv_path);
   if (!a.compare) {
     run(&a, tty);
+    train_logs_end();
     return 0;
   }
   /* O0, O1 and O2 with the same seed: same initialisation, same batches. */
@@ -697,5 +745,6 @@ int main(int argc, char **argv) {
     printf("%-12s %12.0f %12.2f %13.1f %10.4f %9" PRId64 " %8.2fx\n", amp_name(&runs[k]), r[k].samples_per_sec,
            r[k].epoch_seconds, r[k].peak_mb, r[k].metric, r[k].skipped,
            r[0].samples_per_sec > 0 ? r[k].samples_per_sec / r[0].samples_per_sec : 0.0);
+  train_logs_end();
   return 0;
 }

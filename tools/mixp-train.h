@@ -51,6 +51,10 @@ typedef struct args {
   int accum_steps;              /* --accum-steps (default 1) */
   mixp_numerics_mode check_numerics; /* --check-numerics off|warn|error */
   int compare;                  /* --compare: O0, O1 and O2 in one table */
+  /* Training logs (mixp-train-log.h). */
+  const char *logdir;           /* --logdir: TensorBoard event files */
+  const char *csv_path;         /* --csv: the same scalars as CSV */
+  int log_every;                /* --log-every: steps between loss points (default 10) */
 } args;
 
 /* Prints the library's message for a failed call and exits 1. */
