@@ -27,3 +27,14 @@ endforeach()
 if(EXISTS ${PROJECT_SOURCE_DIR}/tests/cross_language/CMakeLists.txt)
   add_subdirectory(${PROJECT_SOURCE_DIR}/tests/cross_language ${PROJECT_BINARY_DIR}/tests/cross_language)
 endif()
+
+# pip install ./bindings/python against this build's library (about a
+# minute: SWIG and the wrapper's compile run again inside pip).
+if(TARGET mixp_python AND NOT MIXP_SANITIZE)
+  add_test(NAME python_pip_install
+    COMMAND ${MIXP_PY_TEST_DIR}/pip_install.sh ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR} ${MIXP_PYTHON_EXECUTABLE})
+else()
+  add_test(NAME python_pip_install
+    COMMAND ${MIXP_PY_TEST_DIR}/skip.sh "the Python binding was not built, or a sanitizer build")
+endif()
+set_tests_properties(python_pip_install PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)

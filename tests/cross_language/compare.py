@@ -19,7 +19,12 @@ def main(runners):
     results, skipped, failed = {}, [], []
     for spec in runners:
         name, *cmd = spec.split("|")
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        except OSError as e:  # e.g. the runner's program was not built
+            failed.append(name)
+            print(f"{name:8s} FAILED: {e}")
+            continue
         out = proc.stdout + proc.stderr
         if proc.returncode == SKIP:
             skipped.append(name)
