@@ -9,7 +9,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "javac of the tests failed (${rc})")
 endif()
 execute_process(COMMAND ${JAVA} -Dmixp.readme=${README} -Dmixp.example=${EXAMPLE}
-                        -jar ${JUNIT} --disable-banner --details=tree --fail-if-no-tests
+                        -jar ${JUNIT} --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests
                         --class-path ${JAR}:${CLASSES} --select-package org.mixp
                 RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)

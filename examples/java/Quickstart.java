@@ -17,8 +17,7 @@ public final class Quickstart {
   public static void main(String[] args) {
     // README:begin
     try (Session s = new Session(1);
-         Dataset data = Dataset.synthetic(s, 1024);
-         Loader loader = new Loader(data, 64, true, 0);
+         Dataset data = Dataset.synthetic(s, 1024); Loader loader = new Loader(data, 64, true, 0);
          Module model = Module.model(s, "mlp in=784 hidden=64 classes=10");
          Optimizer opt = Optimizer.adamW(s, model.parameters())) {
       for (int epoch = 1; epoch <= 3; epoch++) {

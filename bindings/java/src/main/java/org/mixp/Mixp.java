@@ -7,6 +7,12 @@ import org.mixp.raw.mixp;
 public final class Mixp {
   private Mixp() {}
 
+  /** Prints the version and build of the loaded library (a smoke test of the native loading). */
+  public static void main(String[] args) {
+    System.out.println("mixp " + version());
+    System.out.println(buildInfo());
+  }
+
   /** @return the library's version, e.g. "0.1.0" */
   public static String version() {
     return mixp.mixp_version();
