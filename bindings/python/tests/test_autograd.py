@@ -60,3 +60,21 @@ def test_gradient_through_layers_and_losses():
     assert [g.shape for g in grads] == [(3, 4), (3,)]
     # d(mean CE)/d bias sums to zero over classes (softmax minus one-hot).
     assert abs(grads[1].numpy().sum()) < 1e-6
+
+
+def test_checkpoint_region_through_the_raw_module():
+    s = mixp.Session(seed=3)
+    w = mixp.randn(4, 4, session=s).requires_grad_()
+    x = mixp.randn(2, 4, session=s)
+    ref = ((x @ w).relu() @ w).sum()
+    ref.backward()
+    expected = w.grad.numpy()
+    w.zero_grad()
+    capi = mixp.capi
+    capi.mixp_checkpoint_begin(s._h)
+    h = (x @ w).relu()
+    capi.mixp_checkpoint_end(s._h, [h._h])
+    (h @ w).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), expected)
+    with pytest.raises(mixp.StateError, match="mixp_checkpoint_end"):
+        capi.mixp_checkpoint_end(s._h, [h._h])

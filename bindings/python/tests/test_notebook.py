@@ -24,13 +24,13 @@ def test_notebook_executes_and_reports(tmp_path, monkeypatch):
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
-    source = re.search(r"^(Fashion-MNIST|synthetic): 6000 training and 1000 test images", text, re.M)
+    source = re.search(r"^(Fashion-MNIST|synthetic): 3000 training and 1000 test images", text, re.M)
     assert source, text
     epochs = re.findall(r"epoch (\d): mean loss ([0-9.]+), scale (\S+)", text)
     assert [e[0] for e in epochs] == ["1", "2"], text
     assert float(epochs[1][1]) < float(epochs[0][1])
     accuracy = float(re.search(r"test accuracy: ([0-9.]+)", text).group(1))
-    assert accuracy > (0.75 if source.group(1) == "Fashion-MNIST" else 0.9), text
+    assert accuracy > (0.7 if source.group(1) == "Fashion-MNIST" else 0.9), text
     pngs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
             if o.get("output_type") == "display_data" and "image/png" in o.get("data", {})]
     assert len(pngs) == 1
