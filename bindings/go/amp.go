@@ -68,7 +68,8 @@ func (a *AutocastRegion) Close() error {
 // ScalerMode selects the GradScaler algorithm.
 type ScalerMode int
 
-// Scaler modes (Auto: dynamic for F16, disabled for BF16/F32 training).
+// Scaler modes. Auto is resolved when the scaler is created: disabled inside
+// a BF16 autocast region, dynamic otherwise.
 const (
 	ScalerAuto     ScalerMode = 0
 	ScalerDynamic  ScalerMode = 1

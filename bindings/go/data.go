@@ -150,19 +150,30 @@ func (l *Loader) Close() error {
 	return nil
 }
 
-// Next is the next batch (inputs, labels). At the end of an epoch it
-// returns nil, nil, nil and the next call starts a new epoch.
-func (l *Loader) Next() (x, y *Tensor, err error) {
+// Batch is one mini-batch: inputs X and labels Y (I64).
+type Batch struct{ X, Y *Tensor }
+
+// Close releases both tensors.
+func (b *Batch) Close() error {
+	if b != nil {
+		CloseAll(b.X, b.Y)
+	}
+	return nil
+}
+
+// Next is the next batch, or nil (and no error) at the end of an epoch; the
+// call after that starts a new epoch.
+func (l *Loader) Next() (*Batch, error) {
 	var xp, yp uintptr
 	st := raw.Mixp_loader_next(l.p(), &xp, &yp)
 	runtime.KeepAlive(l)
 	if err := check(st); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if Status(st.Code) == StatusDone {
-		return nil, nil, nil
+		return nil, nil
 	}
-	return newTensor(xp), newTensor(yp), nil
+	return &Batch{X: newTensor(xp), Y: newTensor(yp)}, nil
 }
 
 // NumBatches is the number of batches per epoch.

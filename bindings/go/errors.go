@@ -74,6 +74,15 @@ func check(st raw.Status) error {
 	return &Error{Status: Status(st.Code), Message: st.Message}
 }
 
+// Must returns v, or panics with err: for examples and scripts, like
+// template.Must (a program that can handle the error should).
+func Must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
 // Version is the library's version string, e.g. "0.1.0".
 func Version() string { return raw.Mixp_version() }
 

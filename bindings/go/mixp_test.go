@@ -9,9 +9,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"mixp.dev/mixp"
 )
+
+func noErr(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
 
 func newSession(t *testing.T) *mixp.Session {
 	t.Helper()
@@ -54,7 +62,7 @@ func wantErr(t *testing.T, err error, st mixp.Status, fragments ...string) {
 }
 
 func TestVersionAndStatus(t *testing.T) {
-	if !strings.HasPrefix(mixp.BuildInfo(), "mixp "+mixp.Version()) && !strings.Contains(mixp.BuildInfo(), mixp.Version()) {
+	if !strings.Contains(mixp.BuildInfo(), mixp.Version()) {
 		t.Errorf("build info %q does not name version %q", mixp.BuildInfo(), mixp.Version())
 	}
 	if mixp.StatusShape.String() == mixp.StatusDType.String() || mixp.StatusOK.String() == "unknown status" {
@@ -124,15 +132,15 @@ func TestTensorsRoundTrip(t *testing.T) {
 func TestAutograd(t *testing.T) {
 	s := newSession(t)
 	w := ok(mixp.FromFloat32(s, []float32{1, -2, 3}, 3))(t)
-	must(w.SetRequiresGrad(true))
+	noErr(t, w.SetRequiresGrad(true))
 	sq := ok(w.Mul(w))(t)
 	loss := ok(sq.Sum(false))(t)
-	must(loss.Backward())
+	noErr(t, loss.Backward())
 	g := ok(w.Grad())(t)
 	if v := ok(g.Float32s())(t); v[0] != 2 || v[1] != -4 || v[2] != 6 {
 		t.Fatalf("grad of sum(w^2) = %v, want 2w", v)
 	}
-	must(w.ZeroGrad())
+	noErr(t, w.ZeroGrad())
 	if g2 := ok(w.Grad())(t); g2 != nil {
 		t.Fatal("grad after ZeroGrad")
 	}
@@ -150,8 +158,8 @@ func TestAutocast(t *testing.T) {
 	region := ok(s.Autocast(mixp.AutocastOptions{Level: mixp.O1, DType: mixp.F16}))(t)
 	p := ok(a.Matmul(b))(t)
 	sm := ok(p.Softmax(1))(t)
-	must(region.Close())
-	must(region.Close()) // a second Close does nothing
+	noErr(t, region.Close())
+	noErr(t, region.Close()) // a second Close does nothing
 	if p.DType() != mixp.F16 || sm.DType() != mixp.F32 {
 		t.Fatalf("O1: matmul %v (want f16), softmax %v (want f32)", p.DType(), sm.DType())
 	}
@@ -162,7 +170,7 @@ func TestAutocast(t *testing.T) {
 	// custom lists reach the C API through the helper
 	region = ok(s.Autocast(mixp.AutocastOptions{Level: mixp.O1, Black: []string{"matmul"}}))(t)
 	f := ok(a.Matmul(b))(t)
-	must(region.Close())
+	noErr(t, region.Close())
 	if f.DType() != mixp.F32 {
 		t.Fatalf("black-listed matmul ran in %v", f.DType())
 	}
@@ -202,17 +210,17 @@ func TestOptimizerAndScaler(t *testing.T) {
 	logits := ok(lin.Forward(x))(t)
 	loss := ok(mixp.CrossEntropy(logits, y, mixp.Mean))(t)
 	scaled := ok(scaler.Scale(loss))(t)
-	must(opt.ZeroGrad())
-	must(scaled.Backward())
-	must(scaler.Unscale(opt))
+	noErr(t, opt.ZeroGrad())
+	noErr(t, scaled.Backward())
+	noErr(t, scaler.Unscale(opt))
 	// misuse: unscale twice in one step is a StateException-like error
 	wantErr(t, scaler.Unscale(opt), mixp.StatusState, "unscale")
 	norm := ok(mixp.ClipGradNorm(opt, 1.0))(t)
 	if !(norm > 0) {
 		t.Fatalf("grad norm %v", norm)
 	}
-	must(scaler.Step(opt))
-	must(scaler.Update())
+	noErr(t, scaler.Step(opt))
+	noErr(t, scaler.Update())
 	if inf := ok(scaler.FoundInf())(t); inf || opt.StepCount() != 1 {
 		t.Fatalf("found inf %v steps %d", inf, opt.StepCount())
 	}
@@ -221,9 +229,9 @@ func TestOptimizerAndScaler(t *testing.T) {
 		t.Fatal("the step did not change the weight")
 	}
 	state := ok(scaler.SaveState())(t)
-	must(scaler.LoadState(state))
+	noErr(t, scaler.LoadState(state))
 	wantErr(t, scaler.LoadState(state[:3]), mixp.StatusCorrupt)
-	must(opt.SetLR(0.5))
+	noErr(t, opt.SetLR(0.5))
 	if lr := ok(opt.LR())(t); lr != 0.5 {
 		t.Fatalf("lr %v", lr)
 	}
@@ -251,16 +259,16 @@ func TestModelZooAndData(t *testing.T) {
 		t.Fatalf("batches %d", loader.NumBatches())
 	}
 	seen := int64(0)
-	for x, y, err := loader.Next(); x != nil || err != nil; x, y, err = loader.Next() {
-		must(err)
-		must(m.SetTraining(false))
-		out := ok(m.Forward(x))(t)
+	noErr(t, m.SetTraining(false))
+	for b := ok(loader.Next())(t); b != nil; b = ok(loader.Next())(t) {
+		out := ok(m.Forward(b.X))(t)
 		if sh := ok(out.Shape())(t); sh[1] != 10 {
 			t.Fatalf("cnn output %v", sh)
 		}
-		n := ok(y.Shape())(t)
+		n := ok(b.Y.Shape())(t)
 		seen += n[0]
-		mixp.CloseAll(x, y, out)
+		mixp.CloseAll(out)
+		b.Close()
 	}
 	if seen != 10 {
 		t.Fatalf("one epoch saw %d samples", seen)
@@ -288,8 +296,8 @@ func TestMisuse(t *testing.T) {
 	wantErr(t, err, mixp.StatusShape)
 
 	// use after Close: NULL reaches mixp, which says which argument
-	must(a.Close())
-	must(a.Close())
+	noErr(t, a.Close())
+	noErr(t, a.Close())
 	_, err = a.Add(b)
 	wantErr(t, err, mixp.StatusInvalidArgument, "mixp_add")
 	_, err = a.Shape()
@@ -302,15 +310,15 @@ func TestMisuse(t *testing.T) {
 	lin := ok(mixp.NewLinear(s, 2, 2, false, mixp.F32))(t)
 	params := ok(lin.Parameters())(t)
 	opt := ok(mixp.NewOptimizer(s, params, mixp.DefaultOptimizerOptions(mixp.SGD)))(t)
-	must(opt.Close())
+	noErr(t, opt.Close())
 	wantErr(t, opt.Step(), mixp.StatusInvalidArgument, "mixp_optimizer_step")
 	s2 := ok(mixp.NewSession(mixp.SessionOptions{}))(t)
-	must(s2.Close())
+	noErr(t, s2.Close())
 	_, err = mixp.Zeros(s2, mixp.F32, 1)
 	wantErr(t, err, mixp.StatusInvalidArgument, "session")
 	mixp.CloseAll(b, idx)
 	mixp.CloseAll(params...)
-	must(lin.Close())
+	noErr(t, lin.Close())
 }
 
 // Wrappers that are never closed are freed by their finalizers.
@@ -325,9 +333,10 @@ func TestFinalizersFreeMemory(t *testing.T) {
 	if ok(s.Memory())(t).Current < base+256*256*4 {
 		t.Fatal("the tensors were not allocated")
 	}
-	for i := 0; i < 20 && ok(s.Memory())(t).Current > base; i++ {
+	// Finalizers run on their own goroutine after a GC: give them up to 2 s.
+	for i := 0; i < 200 && ok(s.Memory())(t).Current > base; i++ {
 		runtime.GC()
-		runtime.Gosched()
+		time.Sleep(10 * time.Millisecond)
 	}
 	if cur := ok(s.Memory())(t).Current; cur > base {
 		t.Fatalf("after GC %d bytes still held (base %d): finalizers did not run", cur, base)

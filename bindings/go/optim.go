@@ -112,6 +112,21 @@ func (o *Optimizer) Step() error { return o.call(raw.Mixp_optimizer_step) }
 // ZeroGrad drops the parameters' gradients.
 func (o *Optimizer) ZeroGrad() error { return o.call(raw.Mixp_optimizer_zero_grad) }
 
+// Minimize is one plain training step on a scalar loss: ZeroGrad,
+// loss.Backward, Step. It returns the loss value.
+func (o *Optimizer) Minimize(loss *Tensor) (float64, error) {
+	if err := o.ZeroGrad(); err != nil {
+		return 0, err
+	}
+	if err := loss.Backward(); err != nil {
+		return 0, err
+	}
+	if err := o.Step(); err != nil {
+		return 0, err
+	}
+	return loss.Item()
+}
+
 // LR is the learning rate of the next step.
 func (o *Optimizer) LR() (float64, error) {
 	var lr float64

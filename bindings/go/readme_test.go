@@ -11,30 +11,22 @@ import (
 	"mixp.dev/mixp"
 )
 
-// must stops the README example at the first error (every call returns one).
-func must(err error) {
-	if err != nil {
-		panic(err)
-	}
-}
-
 // readmeTrain is the README's Go training loop: the lines between the
-// markers are compared with README.md by TestReadmeGoSnippet. (Kept as one
-// statement per logical step, hence not gofmt's layout.)
+// markers are compared with README.md by TestReadmeGoSnippet.
 func readmeTrain() {
 	// README:begin
-	s, err := mixp.NewSession(mixp.SessionOptions{Seed: 1}); must(err)
-	data, err := mixp.NewSynthetic(s, mixp.SyntheticOptions{Samples: 1024}); must(err)
-	model, err := mixp.NewModel(s, "mlp in=784 hidden=64 classes=10"); must(err)
-	params, err := model.Parameters(); must(err)
-	opt, err := mixp.NewOptimizer(s, params, mixp.DefaultOptimizerOptions(mixp.AdamW)); must(err)
-	loader, err := mixp.NewLoader(data, mixp.LoaderOptions{BatchSize: 64}); must(err)
-	for epoch := 1; epoch <= 3; epoch++ { sum := 0.0
-		for x, y, err := loader.Next(); x != nil || err != nil; x, y, err = loader.Next() {
-			must(err); logits, err := model.Forward(x); must(err)
-			loss, err := mixp.CrossEntropy(logits, y, mixp.Mean); must(err)
-			must(opt.ZeroGrad()); must(loss.Backward()); must(opt.Step())
-			v, err := loss.Item(); must(err); sum += v; mixp.CloseAll(x, y, logits, loss)
+	s := mixp.Must(mixp.NewSession(mixp.SessionOptions{Seed: 1}))
+	data := mixp.Must(mixp.NewSynthetic(s, mixp.SyntheticOptions{Samples: 1024}))
+	model := mixp.Must(mixp.NewModel(s, "mlp in=784 hidden=64 classes=10"))
+	opt := mixp.Must(mixp.NewOptimizer(s, mixp.Must(model.Parameters()), mixp.DefaultOptimizerOptions(mixp.AdamW)))
+	loader := mixp.Must(mixp.NewLoader(data, mixp.LoaderOptions{BatchSize: 64}))
+	for epoch := 1; epoch <= 3; epoch++ {
+		sum := 0.0
+		for b := mixp.Must(loader.Next()); b != nil; b = mixp.Must(loader.Next()) {
+			logits := mixp.Must(model.Forward(b.X))
+			loss := mixp.Must(mixp.CrossEntropy(logits, b.Y, mixp.Mean))
+			sum += mixp.Must(opt.Minimize(loss)) // ZeroGrad, Backward, Step
+			mixp.CloseAll(b.X, b.Y, logits, loss)
 		}
 		fmt.Printf("epoch %d: mean loss %.4f\n", epoch, sum/float64(loader.NumBatches()))
 	}

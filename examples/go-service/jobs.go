@@ -165,15 +165,15 @@ func train(ctx context.Context, r JobRequest, config string, level mixp.AMPLevel
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			x, y, err := loader.Next()
+			b, err := loader.Next()
 			if err != nil {
 				return err
 			}
-			if x == nil {
+			if b == nil {
 				break
 			}
-			n := x.Numel() / 784
-			loss, err := step(s, model, opt, scaler, level, dtype, x, y)
+			n := b.X.Numel() / 784
+			loss, err := step(s, model, opt, scaler, level, dtype, b)
 			if err != nil {
 				return err
 			}
@@ -193,16 +193,16 @@ func train(ctx context.Context, r JobRequest, config string, level mixp.AMPLevel
 }
 
 func step(s *mixp.Session, model *mixp.Module, opt *mixp.Optimizer, scaler *mixp.GradScaler,
-	level mixp.AMPLevel, dtype mixp.DType, x, y *mixp.Tensor) (float64, error) {
-	defer mixp.CloseAll(x, y)
+	level mixp.AMPLevel, dtype mixp.DType, b *mixp.Batch) (float64, error) {
+	defer b.Close()
 	region, err := s.Autocast(mixp.AutocastOptions{Level: level, DType: dtype})
 	if err != nil {
 		return 0, err
 	}
-	logits, err := model.Forward(x)
+	logits, err := model.Forward(b.X)
 	var loss *mixp.Tensor
 	if err == nil {
-		loss, err = mixp.CrossEntropy(logits, y, mixp.Mean)
+		loss, err = mixp.CrossEntropy(logits, b.Y, mixp.Mean)
 	}
 	if cerr := region.Close(); err == nil {
 		err = cerr

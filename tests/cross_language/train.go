@@ -54,14 +54,14 @@ func run() error {
 
 	last := 0.0
 	for step := 0; step < steps; step++ {
-		x, y, err := loader.Next()
-		if err == nil && x == nil { // end of an epoch: the next call starts another
-			x, y, err = loader.Next()
+		b, err := loader.Next()
+		if err == nil && b == nil { // end of an epoch: the next call starts another
+			b, err = loader.Next()
 		}
 		if err != nil {
 			return err
 		}
-		if last, err = trainStep(s, model, opt, scaler, x, y); err != nil {
+		if last, err = trainStep(s, model, opt, scaler, b); err != nil {
 			return err
 		}
 	}
@@ -74,19 +74,19 @@ func run() error {
 	return nil
 }
 
-func trainStep(s *mixp.Session, model *mixp.Module, opt *mixp.Optimizer, scaler *mixp.GradScaler, x, y *mixp.Tensor) (float64, error) {
-	defer mixp.CloseAll(x, y)
+func trainStep(s *mixp.Session, model *mixp.Module, opt *mixp.Optimizer, scaler *mixp.GradScaler, b *mixp.Batch) (float64, error) {
+	defer b.Close()
 	region, err := s.Autocast(mixp.AutocastOptions{Level: mixp.O1, DType: mixp.BF16})
 	if err != nil {
 		return 0, err
 	}
-	logits, err := model.Forward(x)
+	logits, err := model.Forward(b.X)
 	if err != nil {
 		region.Close()
 		return 0, err
 	}
 	defer logits.Close()
-	loss, err := mixp.CrossEntropy(logits, y, mixp.Mean)
+	loss, err := mixp.CrossEntropy(logits, b.Y, mixp.Mean)
 	if cerr := region.Close(); err == nil {
 		err = cerr
 	}

@@ -106,7 +106,7 @@ class TensorTest {
       Tensor.zeros(s, DType.F32, 256, 256); // never closed
     }
     assertTrue(s.currentMemory() >= base + 256 * 256 * 4);
-    for (int i = 0; i < 50 && s.currentMemory() > base; i++) {
+    for (int i = 0; i < 100 && s.currentMemory() > base; i++) {
       System.gc();
       Thread.sleep(20);
     }
