@@ -302,6 +302,17 @@ func TestMisuse(t *testing.T) {
 	wantErr(t, err, mixp.StatusInvalidArgument, "mixp_add")
 	_, err = a.Shape()
 	wantErr(t, err, mixp.StatusInvalidArgument)
+	_, err = a.Float32s()
+	wantErr(t, err, mixp.StatusInvalidArgument, "mixp_tensor_to_host")
+	closedLin := ok(mixp.NewLinear(s, 2, 2, true, mixp.F32))(t)
+	noErr(t, closedLin.Close())
+	_, err = closedLin.Parameters()
+	wantErr(t, err, mixp.StatusInvalidArgument, "mixp_module_parameter")
+	if closedLin.ParameterNames() != nil || closedLin.NumParameterElements() >= 0 {
+		t.Error("a closed module reports parameters")
+	}
+	_, err = closedLin.Forward(b)
+	wantErr(t, err, mixp.StatusInvalidArgument, "mixp_module_forward")
 	var nilT *mixp.Tensor
 	_, err = nilT.Relu()
 	wantErr(t, err, mixp.StatusInvalidArgument, "mixp_relu")

@@ -59,6 +59,10 @@ func (m *Module) Forward(x *Tensor) (*Tensor, error) {
 // Parameters are new references to every parameter, in registration order.
 func (m *Module) Parameters() ([]*Tensor, error) {
 	n := raw.Mixp_module_num_parameters(m.p())
+	if n < 0 { // closed: mixp_module_parameter reports the NULL module
+		_, err := tensorOut(func(out *uintptr) raw.Status { return raw.Mixp_module_parameter(m.p(), 0, out) }, m)
+		return nil, err
+	}
 	ps := make([]*Tensor, 0, n)
 	for i := 0; i < n; i++ {
 		p, err := tensorOut(func(out *uintptr) raw.Status { return raw.Mixp_module_parameter(m.p(), i, out) }, m)
@@ -74,6 +78,9 @@ func (m *Module) Parameters() ([]*Tensor, error) {
 // ParameterNames are the parameters' names (PyTorch style, e.g. "0.weight").
 func (m *Module) ParameterNames() []string {
 	n := raw.Mixp_module_num_parameters(m.p())
+	if n < 0 { // closed
+		return nil
+	}
 	names := make([]string, n)
 	for i := range names {
 		names[i] = raw.Mixp_module_parameter_name(m.p(), i)

@@ -158,7 +158,11 @@ func (t *Tensor) Numel() int64 {
 
 // Bytes copies the tensor's elements to host memory (row-major).
 func (t *Tensor) Bytes() ([]byte, error) {
-	buf := make([]byte, t.Numel()*int64(t.DType().Size()))
+	n := t.Numel() // -1 once closed: then mixp_tensor_to_host reports the NULL tensor
+	if n < 0 {
+		n = 0
+	}
+	buf := make([]byte, n*int64(t.DType().Size()))
 	err := check(raw.Mixp_tensor_to_host(t.p(), buf))
 	runtime.KeepAlive(t)
 	if err != nil {

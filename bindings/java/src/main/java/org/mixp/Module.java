@@ -38,6 +38,9 @@ public final class Module extends NativeHandle {
   public Tensor[] parameters() {
     try {
       int n = mixp.mixp_module_num_parameters(ptr());
+      if (n < 0) { // closed: mixp_module_parameter throws for the NULL module
+        mixp.mixp_module_parameter(ptr(), 0, new long[1]);
+      }
       Tensor[] ps = new Tensor[n];
       for (int i = 0; i < n; i++) {
         final int idx = i;
@@ -52,7 +55,7 @@ public final class Module extends NativeHandle {
   /** @return the parameters' names (PyTorch style, e.g. "0.weight") */
   public String[] parameterNames() {
     try {
-      String[] names = new String[mixp.mixp_module_num_parameters(ptr())];
+      String[] names = new String[Math.max(0, mixp.mixp_module_num_parameters(ptr()))];
       for (int i = 0; i < names.length; i++) {
         names[i] = mixp.mixp_module_parameter_name(ptr(), i);
       }

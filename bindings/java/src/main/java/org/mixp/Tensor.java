@@ -40,6 +40,9 @@ public final class Tensor extends NativeHandle {
   }
 
   static long[] ptrs(Tensor[] ts) {
+    if (ts == null) {
+      return new long[0]; // mixp reports the empty list with its own message
+    }
     long[] p = new long[ts.length];
     for (int i = 0; i < ts.length; i++) {
       p[i] = p(ts[i]);
@@ -127,7 +130,7 @@ public final class Tensor extends NativeHandle {
 
   /** @return the elements as little-endian host bytes (row-major) */
   public byte[] toBytes() {
-    long n = numel() * dtype().size();
+    long n = Math.max(0, numel()) * dtype().size(); // numel is -1 once closed: mixp then reports it
     byte[] buf = new byte[(int) n];
     try {
       mixp.mixp_tensor_to_host(ptr(), buf);
@@ -144,8 +147,9 @@ public final class Tensor extends NativeHandle {
         return f.toFloats();
       }
     }
-    float[] v = new float[(int) numel()];
-    ByteBuffer.wrap(toBytes()).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(v);
+    byte[] b = toBytes();
+    float[] v = new float[b.length / 4];
+    ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(v);
     return v;
   }
 

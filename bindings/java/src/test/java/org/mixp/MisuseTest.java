@@ -47,6 +47,8 @@ class MisuseTest {
                MixpException.INVALID_ARGUMENT, "nbytes");
       mentions(assertThrows(InvalidArgumentException.class, () -> Module.model(s, "mlp bogus=1")),
                MixpException.INVALID_ARGUMENT, "bogus");
+      mentions(assertThrows(InvalidArgumentException.class, () -> Optimizer.adamW(s, null)),
+               MixpException.INVALID_ARGUMENT, "mixp_optimizer_create");
       mentions(assertThrows(InvalidArgumentException.class, () -> new Session("tpu", 0, 0)),
                MixpException.INVALID_ARGUMENT, "tpu");
       mentions(assertThrows(InvalidArgumentException.class,
@@ -65,6 +67,14 @@ class MisuseTest {
     assertTrue(a.isClosed());
     mentions(assertThrows(InvalidArgumentException.class, () -> a.add(b)), MixpException.INVALID_ARGUMENT, "mixp_add");
     mentions(assertThrows(InvalidArgumentException.class, a::shape), MixpException.INVALID_ARGUMENT);
+    mentions(assertThrows(InvalidArgumentException.class, a::toFloats), MixpException.INVALID_ARGUMENT,
+             "mixp_tensor_to_host");
+    Module m = Module.linear(s, 2, 2, true, DType.F32);
+    m.close();
+    mentions(assertThrows(InvalidArgumentException.class, m::parameters), MixpException.INVALID_ARGUMENT,
+             "mixp_module_parameter");
+    mentions(assertThrows(InvalidArgumentException.class, () -> m.forward(b)), MixpException.INVALID_ARGUMENT,
+             "mixp_module_forward");
     mentions(assertThrows(InvalidArgumentException.class, () -> b.add(null)), MixpException.INVALID_ARGUMENT, "mixp_add");
     s.close();
     mentions(assertThrows(InvalidArgumentException.class, () -> Tensor.zeros(s, DType.F32, 1)),
