@@ -1,0 +1,3 @@
+module mixp.dev/mixp
+
+go 1.19

@@ -1,0 +1,205 @@
+package mixp
+
+import (
+	"runtime"
+
+	"mixp.dev/mixp/internal/raw"
+)
+
+// Operations return a new tensor (recorded by autograd when an input
+// requires grad) and never change their inputs. Under an autocast region
+// they run in the dtype the region's policy chooses.
+
+func (t *Tensor) unary(f func(uintptr, *uintptr) raw.Status) (*Tensor, error) {
+	return tensorOut(func(out *uintptr) raw.Status { return f(t.p(), out) }, t)
+}
+
+func (t *Tensor) binary(o *Tensor, f func(uintptr, uintptr, *uintptr) raw.Status) (*Tensor, error) {
+	return tensorOut(func(out *uintptr) raw.Status { return f(t.p(), o.p(), out) }, t, o)
+}
+
+func (t *Tensor) scalar(v float64, f func(uintptr, float64, *uintptr) raw.Status) (*Tensor, error) {
+	return tensorOut(func(out *uintptr) raw.Status { return f(t.p(), v, out) }, t)
+}
+
+// Add is t + o (broadcasting).
+func (t *Tensor) Add(o *Tensor) (*Tensor, error) { return t.binary(o, raw.Mixp_add) }
+
+// Sub is t - o (broadcasting).
+func (t *Tensor) Sub(o *Tensor) (*Tensor, error) { return t.binary(o, raw.Mixp_sub) }
+
+// Mul is t * o elementwise (broadcasting).
+func (t *Tensor) Mul(o *Tensor) (*Tensor, error) { return t.binary(o, raw.Mixp_mul) }
+
+// Div is t / o elementwise (broadcasting).
+func (t *Tensor) Div(o *Tensor) (*Tensor, error) { return t.binary(o, raw.Mixp_div) }
+
+// Matmul is the matrix product (batched over leading dimensions).
+func (t *Tensor) Matmul(o *Tensor) (*Tensor, error) { return t.binary(o, raw.Mixp_matmul) }
+
+// AddScalar is t + v.
+func (t *Tensor) AddScalar(v float64) (*Tensor, error) { return t.scalar(v, raw.Mixp_add_scalar) }
+
+// MulScalar is t * v.
+func (t *Tensor) MulScalar(v float64) (*Tensor, error) { return t.scalar(v, raw.Mixp_mul_scalar) }
+
+// Pow is t ** v.
+func (t *Tensor) Pow(v float64) (*Tensor, error) { return t.scalar(v, raw.Mixp_pow) }
+
+// Neg is -t.
+func (t *Tensor) Neg() (*Tensor, error) { return t.unary(raw.Mixp_neg) }
+
+// Exp is e ** t.
+func (t *Tensor) Exp() (*Tensor, error) { return t.unary(raw.Mixp_exp) }
+
+// Log is the natural logarithm.
+func (t *Tensor) Log() (*Tensor, error) { return t.unary(raw.Mixp_log) }
+
+// Sqrt is the square root.
+func (t *Tensor) Sqrt() (*Tensor, error) { return t.unary(raw.Mixp_sqrt) }
+
+// Relu is max(t, 0).
+func (t *Tensor) Relu() (*Tensor, error) { return t.unary(raw.Mixp_relu) }
+
+// Sigmoid is 1 / (1 + e ** -t).
+func (t *Tensor) Sigmoid() (*Tensor, error) { return t.unary(raw.Mixp_sigmoid) }
+
+// Tanh is the hyperbolic tangent.
+func (t *Tensor) Tanh() (*Tensor, error) { return t.unary(raw.Mixp_tanh) }
+
+// Silu is t * sigmoid(t).
+func (t *Tensor) Silu() (*Tensor, error) { return t.unary(raw.Mixp_silu) }
+
+// Gelu is the erf GELU (PyTorch's default).
+func (t *Tensor) Gelu() (*Tensor, error) {
+	return t.unary(func(x uintptr, out *uintptr) raw.Status { return raw.Mixp_gelu(x, raw.MIXP_GELU_ERF, out) })
+}
+
+// Contiguous is t laid out row-major (t itself, retained, when it already is).
+func (t *Tensor) Contiguous() (*Tensor, error) { return t.unary(raw.Mixp_contiguous) }
+
+// Detach is a view of t's values outside the autograd graph.
+func (t *Tensor) Detach() (*Tensor, error) { return t.unary(raw.Mixp_tensor_detach) }
+
+// Cast converts to another dtype (round to nearest even).
+func (t *Tensor) Cast(d DType) (*Tensor, error) {
+	return t.unary(func(x uintptr, out *uintptr) raw.Status { return raw.Mixp_cast(x, raw.Mixp_dtype(d), out) })
+}
+
+// Reshape is a view (or copy) with another shape; one entry may be -1.
+func (t *Tensor) Reshape(shape ...int64) (*Tensor, error) {
+	return t.unary(func(x uintptr, out *uintptr) raw.Status { return raw.Mixp_reshape(x, shape, out) })
+}
+
+// Transpose swaps two dimensions (a view).
+func (t *Tensor) Transpose(d0, d1 int) (*Tensor, error) {
+	return t.unary(func(x uintptr, out *uintptr) raw.Status { return raw.Mixp_transpose(x, d0, d1, out) })
+}
+
+// Flatten merges dimensions start..end (inclusive; negative counts from the end).
+func (t *Tensor) Flatten(start, end int) (*Tensor, error) {
+	return t.unary(func(x uintptr, out *uintptr) raw.Status { return raw.Mixp_flatten(x, start, end, out) })
+}
+
+// Slice is the view [start:end:step] along dim.
+func (t *Tensor) Slice(dim int, start, end, step int64) (*Tensor, error) {
+	return t.unary(func(x uintptr, out *uintptr) raw.Status { return raw.Mixp_slice(x, dim, start, end, step, out) })
+}
+
+func int32s(v []int) []int32 {
+	r := make([]int32, len(v))
+	for i, x := range v {
+		r[i] = int32(x)
+	}
+	return r
+}
+
+// Sum reduces over dims (all dimensions when none are given).
+func (t *Tensor) Sum(keepdim bool, dims ...int) (*Tensor, error) {
+	return t.unary(func(x uintptr, out *uintptr) raw.Status { return raw.Mixp_sum(x, int32s(dims), b2i(keepdim), out) })
+}
+
+// Mean averages over dims (all dimensions when none are given).
+func (t *Tensor) Mean(keepdim bool, dims ...int) (*Tensor, error) {
+	return t.unary(func(x uintptr, out *uintptr) raw.Status { return raw.Mixp_mean(x, int32s(dims), b2i(keepdim), out) })
+}
+
+// Argmax is the index of the largest value along dim (I64).
+func (t *Tensor) Argmax(dim int, keepdim bool) (*Tensor, error) {
+	return t.unary(func(x uintptr, out *uintptr) raw.Status { return raw.Mixp_argmax(x, dim, b2i(keepdim), out) })
+}
+
+// Softmax along dim.
+func (t *Tensor) Softmax(dim int) (*Tensor, error) {
+	return t.unary(func(x uintptr, out *uintptr) raw.Status { return raw.Mixp_softmax(x, dim, out) })
+}
+
+// LogSoftmax along dim.
+func (t *Tensor) LogSoftmax(dim int) (*Tensor, error) {
+	return t.unary(func(x uintptr, out *uintptr) raw.Status { return raw.Mixp_log_softmax(x, dim, out) })
+}
+
+// Dropout zeroes elements with probability p in training mode (scaling the rest).
+func (t *Tensor) Dropout(p float64, training bool) (*Tensor, error) {
+	return t.unary(func(x uintptr, out *uintptr) raw.Status { return raw.Mixp_dropout(x, p, b2i(training), out) })
+}
+
+// Reduction of a loss.
+type Reduction int
+
+// Loss reductions.
+const (
+	Mean Reduction = 0
+	Sum  Reduction = 1
+	None Reduction = 2
+)
+
+// CrossEntropy is the cross-entropy of logits [N, C] against I64 class
+// indices [N]; targets equal to -100 are ignored, as in PyTorch.
+func CrossEntropy(logits, target *Tensor, r Reduction) (*Tensor, error) {
+	return tensorOut(func(out *uintptr) raw.Status {
+		return raw.Mixp_cross_entropy(logits.p(), target.p(), raw.Mixp_reduction(r), -100, out)
+	}, logits, target)
+}
+
+// MSELoss is the mean (or sum) squared error.
+func MSELoss(a, b *Tensor, r Reduction) (*Tensor, error) {
+	return tensorOut(func(out *uintptr) raw.Status {
+		return raw.Mixp_mse_loss(a.p(), b.p(), raw.Mixp_reduction(r), out)
+	}, a, b)
+}
+
+// Linear is x @ weight^T + bias (bias may be nil).
+func Linear(x, weight, bias *Tensor) (*Tensor, error) {
+	return tensorOut(func(out *uintptr) raw.Status {
+		return raw.Mixp_linear(x.p(), weight.p(), bias.p(), out)
+	}, x, weight, bias)
+}
+
+func ptrs(ts []*Tensor) []uintptr {
+	r := make([]uintptr, len(ts))
+	for i, t := range ts {
+		r[i] = t.p()
+	}
+	return r
+}
+
+// Cat concatenates tensors along dim.
+func Cat(ts []*Tensor, dim int) (*Tensor, error) {
+	return tensorOut(func(out *uintptr) raw.Status { return raw.Mixp_cat(ptrs(ts), dim, out) }, ts)
+}
+
+// Split cuts t along dim into pieces of the given sizes.
+func (t *Tensor) Split(dim int, sizes ...int64) ([]*Tensor, error) {
+	outs := make([]uintptr, len(sizes))
+	err := check(raw.Mixp_split(t.p(), sizes, dim, outs))
+	runtime.KeepAlive(t)
+	if err != nil {
+		return nil, err
+	}
+	r := make([]*Tensor, len(outs))
+	for i, p := range outs {
+		r[i] = newTensor(p)
+	}
+	return r, nil
+}

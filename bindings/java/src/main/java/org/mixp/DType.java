@@ -1,0 +1,26 @@
+package org.mixp;
+
+/** Element types (values fixed by the C ABI). */
+public enum DType {
+  F32(0), F16(1), BF16(2), F64(3), I32(4), I64(5), U8(6), BOOL(7);
+
+  final int code;
+
+  DType(int code) {
+    this.code = code;
+  }
+
+  static DType of(int code) {
+    for (DType d : values()) {
+      if (d.code == code) {
+        return d;
+      }
+    }
+    throw new InternalException("mixp: unknown dtype code " + code);
+  }
+
+  /** @return the element size in bytes */
+  public int size() {
+    return (int) org.mixp.raw.mixp.mixp_dtype_size(code);
+  }
+}

@@ -1,0 +1,58 @@
+"""mixp: mixed-precision training from Python.
+
+An idiomatic layer over the SWIG module ``mixp.capi`` (the C API of
+``libmixp.so`` function for function). Quick tour::
+
+    import mixp
+    model = mixp.nn.model("mlp hidden=256,128")
+    opt = mixp.optim.AdamW(model.parameters(), lr=1e-3)
+    scaler = mixp.amp.GradScaler()
+    for x, y in mixp.data.DataLoader(mixp.data.synthetic()):
+        with mixp.amp.autocast(dtype=mixp.bfloat16):
+            loss = mixp.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+
+Errors raise :class:`mixp.Error` subclasses carrying the C library's message.
+"""
+
+from . import capi
+from .errors import (Error, InvalidArgumentError, ShapeError, DTypeError, DeviceError,
+                     OutOfMemoryError, StateError, CorruptError, IOError_, NumericError,
+                     UnsupportedError, InternalError)
+from .dtypes import dtype, float32, float16, bfloat16, float64, int32, int64, uint8, bool_
+from .session import Session, default_session, set_default_session, no_grad
+from .tensor import Tensor, tensor, from_numpy, zeros, ones, full, arange, rand, randn
+from . import functional
+from . import nn
+from . import optim
+from . import amp
+from . import data
+from .functional import (matmul, relu, gelu, sigmoid, tanh, softmax, log_softmax, cross_entropy,
+                         mse_loss, cat, split)
+
+__version__ = capi.mixp_version()
+
+
+def build_info():
+    """One line: version, commit, compiler, backends."""
+    return capi.mixp_build_info()
+
+
+def ops():
+    """The stable names of every operation (as used by autocast lists)."""
+    return [capi.mixp_op_name(i) for i in range(capi.mixp_op_count())]
+
+
+__all__ = [
+    "capi", "Error", "InvalidArgumentError", "ShapeError", "DTypeError", "DeviceError",
+    "OutOfMemoryError", "StateError", "CorruptError", "IOError_", "NumericError",
+    "UnsupportedError", "InternalError", "dtype", "float32", "float16", "bfloat16", "float64",
+    "int32", "int64", "uint8", "bool_", "Session", "default_session", "set_default_session",
+    "no_grad", "Tensor", "tensor", "from_numpy", "zeros", "ones", "full", "arange", "rand",
+    "randn", "functional", "nn", "optim", "amp", "data", "matmul", "relu", "gelu", "sigmoid",
+    "tanh", "softmax", "log_softmax", "cross_entropy", "mse_loss", "cat", "split", "build_info",
+    "ops", "__version__",
+]

@@ -1,0 +1,126 @@
+"""Sessions: a device, a random stream, a thread count and the grad-mode stack."""
+
+import contextlib
+
+from . import capi
+from ._handle import Handle
+
+__all__ = ["Session", "default_session", "set_default_session", "no_grad"]
+
+_NUMERICS = {"off": capi.MIXP_NUMERICS_OFF, "warn": capi.MIXP_NUMERICS_WARN,
+             "error": capi.MIXP_NUMERICS_ERROR}
+
+
+class Session(Handle):
+    """A mixp session (``mixp_session``).
+
+    Every tensor, module, optimizer, scaler and dataset belongs to one session;
+    a session and its objects are used by one thread at a time.
+
+    Args:
+        device: "cpu" (default), "cuda", "cuda:N" or "auto".
+        seed: seed of the session's Philox random stream.
+        num_threads: CPU threads for kernels (0: all cores).
+        allow_tf32: allow TF32 for F32 matrix products on GPUs.
+        check_numerics: "off", "warn" or "error".
+    """
+
+    __slots__ = ("_log_callback",)
+    _destroy = staticmethod(capi.mixp_session_destroy)
+
+    def __init__(self, device="cpu", seed=0, num_threads=0, allow_tf32=False,
+                 check_numerics="off"):
+        opts = capi.mixp_session_options()
+        opts.seed = int(seed)
+        opts.num_threads = int(num_threads)
+        opts.allow_tf32 = int(bool(allow_tf32))
+        opts.check_numerics = _NUMERICS.get(check_numerics, check_numerics)
+        super().__init__(capi.mixp_swig_session_create(opts, device))
+        self._log_callback = None
+
+    @property
+    def device(self):
+        return capi.mixp_session_device(self._h)
+
+    @property
+    def device_note(self):
+        return capi.mixp_session_device_note(self._h)
+
+    @property
+    def num_threads(self):
+        return capi.mixp_session_num_threads(self._h)
+
+    def manual_seed(self, seed):
+        """Re-seeds the random stream (the same seed reproduces the same tensors)."""
+        capi.mixp_session_set_seed(self._h, int(seed))
+
+    @property
+    def allow_tf32(self):
+        return bool(capi.mixp_session_tf32(self._h))
+
+    @allow_tf32.setter
+    def allow_tf32(self, allow):
+        capi.mixp_session_set_tf32(self._h, int(bool(allow)))
+
+    def set_numerics_check(self, mode):
+        """``"off"``, ``"warn"`` or ``"error"`` (see mixp_session_set_numerics_check)."""
+        capi.mixp_session_set_numerics_check(self._h, _NUMERICS.get(mode, mode))
+
+    @property
+    def numerics_report(self):
+        return capi.mixp_session_numerics_report(self._h)
+
+    def set_log_callback(self, fn):
+        """Routes log messages to ``fn(level, message)``; None restores stderr."""
+        capi.mixp_session_set_log_callback(self._h, fn)
+        self._log_callback = fn  # kept alive while C may call it
+
+    def memory_stats(self):
+        """``{"current_bytes": ..., "peak_bytes": ...}`` of tensor storage."""
+        st = capi.mixp_memory_stats()
+        capi.mixp_memory_stats_get(self._h, st)
+        return {"current_bytes": int(st.current_bytes), "peak_bytes": int(st.peak_bytes)}
+
+    def reset_peak_memory(self):
+        capi.mixp_memory_stats_reset_peak(self._h)
+
+    @property
+    def grad_enabled(self):
+        return bool(capi.mixp_grad_enabled(self._h))
+
+    @contextlib.contextmanager
+    def no_grad(self):
+        """A region in which operations record no autograd graph."""
+        capi.mixp_no_grad_begin(self._h)
+        try:
+            yield
+        finally:
+            capi.mixp_no_grad_end(self._h)
+
+    def __repr__(self):
+        if self.closed:
+            return "<mixp.Session closed>"
+        return f"<mixp.Session device={self.device!r} threads={self.num_threads}>"
+
+
+_default = None
+
+
+def default_session():
+    """The session used when none is given (created on first use: cpu, seed 0)."""
+    global _default
+    if _default is None or _default.closed:
+        _default = Session()
+    return _default
+
+
+def set_default_session(session):
+    """Makes ``session`` the default; returns the previous default (or None)."""
+    global _default
+    previous, _default = _default, session
+    return previous
+
+
+def no_grad(session=None):
+    """``with mixp.no_grad(): ...`` on ``session`` (default: the default session)."""
+    return (session or default_session()).no_grad()

@@ -1,0 +1,3 @@
+module mixp.dev/go-service
+
+go 1.19

@@ -1,0 +1,40 @@
+# Tests of the Python binding (one CTest entry per pytest file, the notebook,
+# pip install) and the cross-language training run. Included from
+# tests/CMakeLists.txt; the Go and Java bindings register their own tests in
+# bindings/go and bindings/java. A missing toolchain makes the test report
+# SKIPPED (exit 77), never pass.
+set(MIXP_PY_TEST_DIR ${PROJECT_SOURCE_DIR}/bindings/python/tests)
+file(GLOB MIXP_PY_TEST_FILES CONFIGURE_DEPENDS ${MIXP_PY_TEST_DIR}/test_*.py)
+
+if(TARGET mixp_python)
+  set(MIXP_PY_ENV "PYTHONPATH=${MIXP_PYTHON_PATH}" "MIXP_SOURCE_DIR=${PROJECT_SOURCE_DIR}"
+      "MIXP_BUILD_DIR=${PROJECT_BINARY_DIR}" "OMP_NUM_THREADS=2")
+  set(MIXP_PY_RUN ${MIXP_PYTHON_EXECUTABLE} ${MIXP_PY_TEST_DIR}/run_pytest.py)
+else()
+  # No SWIG or no Python headers: every Python test says so and skips.
+  set(MIXP_PY_ENV "")
+  set(MIXP_PY_RUN ${MIXP_PY_TEST_DIR}/skip.sh "the Python binding was not built (needs swig and python3-dev)")
+endif()
+
+foreach(file ${MIXP_PY_TEST_FILES})
+  get_filename_component(name ${file} NAME_WE)
+  string(REGEX REPLACE "^test_" "" name ${name})
+  add_test(NAME python_${name} COMMAND ${MIXP_PY_RUN} ${file})
+  set_tests_properties(python_${name} PROPERTIES ENVIRONMENT "${MIXP_PY_ENV}"
+    SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION "SKIPPED:" TIMEOUT 300)
+endforeach()
+
+if(EXISTS ${PROJECT_SOURCE_DIR}/tests/cross_language/CMakeLists.txt)
+  add_subdirectory(${PROJECT_SOURCE_DIR}/tests/cross_language ${PROJECT_BINARY_DIR}/tests/cross_language)
+endif()
+
+# pip install ./bindings/python against this build's library (about a
+# minute: SWIG and the wrapper's compile run again inside pip).
+if(TARGET mixp_python AND NOT MIXP_SANITIZE)
+  add_test(NAME python_pip_install
+    COMMAND ${MIXP_PY_TEST_DIR}/pip_install.sh ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR} ${MIXP_PYTHON_EXECUTABLE})
+else()
+  add_test(NAME python_pip_install
+    COMMAND ${MIXP_PY_TEST_DIR}/skip.sh "the Python binding was not built, or a sanitizer build")
+endif()
+set_tests_properties(python_pip_install PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
