@@ -2,6 +2,7 @@
 // through guard(), which turns mixp::Error and any other C++ exception into
 // a status code plus the thread-local message, so nothing escapes the ABI.
 #pragma once
+#include <cstring>
 #include <new>
 
 #include "core/error.hpp"
@@ -15,7 +16,13 @@ mixp_status guard(const char *fn, F &&body) noexcept {
     body();
     return MIXP_OK;
   } catch (const Error &e) {
-    set_last_error(e.status(), e.what());
+    // Errors raised below the API layer (a backend's allocator, a device
+    // call) do not know which public function they serve: name it for them.
+    const char *msg = e.what();
+    if (std::strncmp(msg, "mixp_", 5) == 0)
+      set_last_error(e.status(), msg);
+    else
+      set_last_error(e.status(), str(fn, ": ", msg));
     return e.status();
   } catch (const std::bad_alloc &) {
     set_last_error(MIXP_ERR_OUT_OF_MEMORY, str(fn, ": out of memory"));

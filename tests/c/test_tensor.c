@@ -810,9 +810,27 @@ static void test_copy_(void **state) {
   mixp_tensor_release(dst);
 }
 
+/* An allocation the machine cannot serve fails with MIXP_ERR_OUT_OF_MEMORY,
+ * names the public function (not just the backend), and leaves the session
+ * usable. 2^45 F32 elements are 128 TiB. */
+static void test_out_of_memory_names_function(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  const int64_t huge[1] = {(int64_t)1 << 45};
+  mixp_tensor *t = NULL;
+  MT_FAILS(mixp_tensor_zeros(s, MIXP_F32, huge, 1, &t), MIXP_ERR_OUT_OF_MEMORY,
+           "mixp_tensor_zeros: cpu: cannot allocate");
+  assert_null(t);
+  const int64_t small[1] = {4};
+  MT_OK(mixp_tensor_zeros(s, MIXP_F32, small, 1, &t));
+  mixp_tensor_release(t);
+  mixp_session_destroy(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_from_host_copies),
+      cmocka_unit_test(test_out_of_memory_names_function),
       cmocka_unit_test(test_from_host_misuse),
       cmocka_unit_test(test_to_host),
       cmocka_unit_test(test_borrow_host),
