@@ -27,8 +27,11 @@ void write_file(const std::string &path, const uint8_t *p, size_t n) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  char tmpl[] = "/tmp/mixp_fuzz_idx.XXXXXX";
-  const char *d = mkdtemp(tmpl);
+  // Memory-backed when available: two file writes per input dominate.
+  char shm[] = "/dev/shm/mixp_fuzz_idx.XXXXXX";
+  char tmp[] = "/tmp/mixp_fuzz_idx.XXXXXX";
+  const char *d = mkdtemp(shm);
+  if (!d) d = mkdtemp(tmp);
   if (!d) std::abort();
   g_dir = d;
   std::atexit([] {

@@ -38,6 +38,36 @@ def read_dump(path):
     return out
 
 
+def crc32c(data, crc=0):
+    """CRC-32C (Castagnoli), bitwise: the definition docs/checkpoints.md gives."""
+    crc ^= 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def check_checksums(path):
+    """Recomputes every checksum from the raw file, as documented."""
+    import json
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    meta = header.pop("__metadata__")
+    data = raw[8 + n:]
+    for name, e in header.items():
+        b, end = e["data_offsets"]
+        blob = name.encode() + b"\0" + e["dtype"].encode() + b"\0"
+        blob += b"".join(struct.pack("<Q", d) for d in e["shape"]) + data[b:end]
+        assert meta["crc32c." + name] == "%08x" % crc32c(blob), name
+    rest = b"".join(k.encode() + b"\0" + v.encode() + b"\0"
+                    for k, v in sorted(meta.items()) if not k.startswith("crc32c."))
+    assert meta["crc32c.__metadata__"] == "%08x" % crc32c(rest)
+    return len(header)
+
+
 def bf16_round(x):
     """Round float32 values to bfloat16 (nearest even), back as float64."""
     b = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
@@ -47,6 +77,7 @@ def bf16_round(x):
 
 def main():
     helper, work = sys.argv[1], sys.argv[2]
+    assert crc32c(b"123456789") == 0xE3069283  # the standard check value
     os.makedirs(work, exist_ok=True)
     subprocess.run([helper, "save", work], check=True)
 
@@ -78,7 +109,8 @@ def main():
                 # bf16 rounding.
                 assert dtype == "bf16", dtype
                 assert np.array_equal(bf16_round(t.ravel()), vals), name
-        print(f"{kind}: {len(tensors)} tensors read by safetensors.numpy; "
+        assert check_checksums(path) == len(tensors)
+        print(f"{kind}: {len(tensors)} tensors read by safetensors.numpy, checksums as documented; "
               f"{len(dump)} parameters match mixp bit for bit")
 
     # 2. Python -> mixp.
