@@ -76,7 +76,7 @@ static void usage(FILE *f) {
           "\n"
           "Checkpoints (safetensors; see docs/checkpoints.md):\n"
           "  --save PATH             save the whole training state to PATH at the end\n"
-          "  --save-every N          ... and every N steps (at an optimizer-step boundary)\n"
+          "  --save-every N          ... and every N steps (a multiple of --accum-steps)\n"
           "  --resume PATH           continue the run saved in PATH (same model, data and\n"
           "                          precision flags; the result is bitwise that of an\n"
           "                          uninterrupted run with the same thread count)\n"
@@ -319,6 +319,8 @@ static void parse_args(int argc, char **argv, args *a) {
   if (a->save_every && !a->save_path) bad_usage("--save-every needs --save PATH");
   if (a->max_steps % a->accum_steps != 0)
     bad_usage("--max-steps must be a multiple of --accum-steps (%d)", a->accum_steps);
+  if (a->save_every % a->accum_steps != 0)
+    bad_usage("--save-every must be a multiple of --accum-steps (%d)", a->accum_steps);
   if (a->compare && (a->save_path || a->resume_path))
     bad_usage("--compare runs three trainings; it takes no --save or --resume");
 }
@@ -553,8 +555,7 @@ static epoch_stats train_epoch(trainer *t, mixp_loader *loader, int epoch, int t
                  (double)(t->ep_samples - samples0) / (now - t0));
         last_draw = now;
       }
-      if (a->save_every > 0 && t->steps % a->save_every == 0 && t->micro % a->accum_steps == 0)
-        save_checkpoint(t);
+      if (a->save_every > 0 && t->steps % a->save_every == 0) save_checkpoint(t);
       if (a->max_steps > 0 && t->steps >= a->max_steps) {
         t->stop = 1;
         mixp_tensor_release(x);
