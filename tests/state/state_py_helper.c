@@ -119,6 +119,8 @@ int main(int argc, char **argv) {
     if (mixp_module_load_safetensors(m, NULL, argv[2], 1) != MIXP_OK) {
       /* The Python test checks the message of a refused file. */
       printf("refused: %d %s\n", (int)mixp_last_status(), mixp_last_error());
+      mixp_module_destroy(m);
+      mixp_session_destroy(s);
       return 3;
     }
     dump(m, argv[3]);
