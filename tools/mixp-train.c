@@ -81,6 +81,12 @@ static void usage(FILE *f) {
           "                          test accuracy, lr, loss scale, skipped steps, samples/s, peak memory\n"
           "  --csv PATH              write the same scalars to PATH as CSV (run,tag,step,value,wall_time)\n"
           "  --log-every N           steps between logged loss points (default 10)\n"
+          "  --save PATH             save the whole training state to PATH at the end\n"
+          "  --save-every N          ... and every N steps (a multiple of --accum-steps)\n"
+          "  --resume PATH           continue the run saved in PATH (same model, data and\n"
+          "                          precision flags; the result is bitwise that of an\n"
+          "                          uninterrupted run with the same thread count)\n"
+          "  --max-steps N           stop after N steps in all (a multiple of --accum-steps)\n"
           "  --help                  show this message\n");
 }
 
@@ -209,8 +215,12 @@ static void parse_args(int argc, char **argv, args *a) {
                                         "--loss-scale", "--init-scale", "--clip-norm",
                                         "--accum-steps", "--check-numerics", "--logdir",
                                         "--csv", "--log-every"};
+                                        "--accum-steps", "--check-numerics"};
+    static const char *const state_flags[] = {"--save", "--save-every", "--resume", "--max-steps"};
     int is_known = 0;
     for (size_t k = 0; k < sizeof known / sizeof known[0]; ++k) is_known |= strcmp(name, known[k]) == 0;
+    for (size_t k = 0; k < sizeof state_flags / sizeof state_flags[0]; ++k)
+      is_known |= strcmp(name, state_flags[k]) == 0;
     if (!is_known) bad_usage("unknown flag '%s'", name);
     if (eq) {
       value = eq + 1;
@@ -302,6 +312,14 @@ static void parse_args(int argc, char **argv, args *a) {
       a->csv_path = value;
     } else if (strcmp(name, "--log-every") == 0) {
       a->log_every = (int)parse_int(name, value, 1, INT_MAX);
+    } else if (strcmp(name, "--save") == 0) {
+      a->save_path = value;
+    } else if (strcmp(name, "--save-every") == 0) {
+      a->save_every = parse_int(name, value, 1, INT64_MAX);
+    } else if (strcmp(name, "--resume") == 0) {
+      a->resume_path = value;
+    } else if (strcmp(name, "--max-steps") == 0) {
+      a->max_steps = parse_int(name, value, 1, INT64_MAX);
     } else if (strcmp(name, "--limit-train") == 0) {
       a->limit_train = parse_int(name, value, 1, INT64_MAX);
     } else { /* --limit-test, the last known flag */
@@ -315,6 +333,13 @@ static void parse_args(int argc, char **argv, args *a) {
                   : "--data text:PATH needs --model gpt (the other models classify images)");
   if (a->model_config && strcmp(a->model, "mlp") == 0)
     bad_usage("--model-config is for the zoo models; the MLP takes --hidden");
+  if (a->save_every && !a->save_path) bad_usage("--save-every needs --save PATH");
+  if (a->max_steps % a->accum_steps != 0)
+    bad_usage("--max-steps must be a multiple of --accum-steps (%d)", a->accum_steps);
+  if (a->save_every % a->accum_steps != 0)
+    bad_usage("--save-every must be a multiple of --accum-steps (%d)", a->accum_steps);
+  if (a->compare && (a->save_path || a->resume_path))
+    bad_usage("--compare runs three trainings; it takes no --save or --resume");
 }
 
 /* ---- time and progress ------------------------------------------------------ */
@@ -423,6 +448,15 @@ typedef struct trainer {
   int64_t micro;         /* batches seen, for gradient accumulation */
   int64_t skipped;       /* optimizer steps skipped for non-finite gradients */
   run_log *log;          /* NULL without --logdir and --csv */
+  /* The epoch in progress (a checkpoint holds them, so that a resumed epoch
+   * reports what an uninterrupted one would). */
+  int epoch;             /* the epoch in progress, or the next one between epochs */
+  int64_t ep_done;       /* batches trained in it */
+  double ep_loss_sum;
+  int64_t ep_samples;
+  int stop;              /* --max-steps reached */
+  mixp_loader *loader;
+  const char *data_name;
 } trainer;
 
 /* One batch: forward under the precision policy, backward of the (scaled)
@@ -476,6 +510,42 @@ static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y)
   return lv;
 }
 
+/* The trainer's counters as a checkpoint holds them, and back. */
+static train_progress progress_of(const trainer *t) {
+  train_progress p;
+  memset(&p, 0, sizeof p);
+  p.epoch = t->epoch;
+  p.done = t->ep_done;
+  p.loss_sum = t->ep_loss_sum;
+  p.samples = t->ep_samples;
+  p.steps = t->steps;
+  p.micro = t->micro;
+  p.skipped = t->skipped;
+  p.first_loss = t->first_loss;
+  memcpy(p.recent, t->recent, sizeof p.recent);
+  return p;
+}
+
+static void restore_progress(trainer *t, const train_progress *p) {
+  t->epoch = (int)p->epoch;
+  t->ep_done = p->done;
+  t->ep_loss_sum = p->loss_sum;
+  t->ep_samples = p->samples;
+  t->steps = p->steps;
+  t->micro = p->micro;
+  t->skipped = p->skipped;
+  t->first_loss = p->first_loss;
+  memcpy(t->recent, p->recent, sizeof t->recent);
+}
+
+static void save_checkpoint(const trainer *t) {
+  train_progress p = progress_of(t);
+  train_state ts = {t->s, t->m, t->opt, t->scaler, t->loader, t->a, t->data_name};
+  state_save(&ts, &p, t->a->save_path);
+  printf("checkpoint: saved %s at step %" PRId64 "\n", t->a->save_path, t->steps);
+  fflush(stdout);
+}
+
 /* The mean loss of the last (up to ten) steps. */
 static double recent_loss(const trainer *t) {
   int64_t n = t->steps < 10 ? t->steps : 10;
@@ -495,22 +565,31 @@ static epoch_stats train_epoch(trainer *t, mixp_loader *loader, int epoch, int t
   epoch_stats r = {0, 0, 0};
   int64_t batches = mixp_loader_num_batches(loader);
   if (a->limit_train > 0) batches = min64(batches, (a->limit_train + a->batch - 1) / a->batch);
-  double t0 = now_s(), last_draw = 0, loss_sum = 0;
-  int64_t done = 0;
+  double t0 = now_s(), last_draw = 0;
+  t->epoch = epoch;
+  const int64_t samples0 = t->ep_samples; /* > 0 in a resumed epoch */
   mixp_tensor *x = NULL, *y = NULL;
   mixp_status st = MIXP_DONE;
   while ((st = mixp_loader_next(loader, &x, &y)) == MIXP_OK) {
-    if (done < batches) {
+    if (t->ep_done < batches) {
       double lv = train_step(t, x, y);
       int64_t b = mixp_tensor_dim(y, 0);
-      loss_sum += lv * (double)b;
-      r.samples += b;
-      ++done;
+      t->ep_loss_sum += lv * (double)b;
+      t->ep_samples += b;
+      ++t->ep_done;
       double now = now_s();
-      if (tty && (now - last_draw > 0.1 || done == batches)) {
-        progress(epoch, a->epochs, done, batches, loss_sum / (double)r.samples,
-                 (double)r.samples / (now - t0));
+      if (tty && (now - last_draw > 0.1 || t->ep_done == batches)) {
+        progress(epoch, a->epochs, t->ep_done, batches, t->ep_loss_sum / (double)t->ep_samples,
+                 (double)(t->ep_samples - samples0) / (now - t0));
         last_draw = now;
+      }
+      if (a->save_every > 0 && t->steps % a->save_every == 0) save_checkpoint(t);
+      if (a->max_steps > 0 && t->steps >= a->max_steps) {
+        t->stop = 1;
+        mixp_tensor_release(x);
+        mixp_tensor_release(y);
+        st = MIXP_DONE;
+        break;
       }
     }
     /* With --limit-train the rest of the epoch is drawn but not trained on,
@@ -521,7 +600,14 @@ static epoch_stats train_epoch(trainer *t, mixp_loader *loader, int epoch, int t
   if (st != MIXP_DONE) die_mixp("mixp_loader_next");
   if (tty) printf("\r\033[K");
   r.seconds = now_s() - t0;
-  r.loss = r.samples > 0 ? loss_sum / (double)r.samples : 0.0;
+  r.samples = t->ep_samples - samples0;
+  r.loss = t->ep_samples > 0 ? t->ep_loss_sum / (double)t->ep_samples : 0.0;
+  if (!t->stop) { /* the epoch is over: a checkpoint resumes at the next */
+    t->epoch = epoch + 1;
+    t->ep_done = 0;
+    t->ep_loss_sum = 0;
+    t->ep_samples = 0;
+  }
   return r;
 }
 
@@ -649,6 +735,19 @@ static run_result run(const args *a, int tty) {
   mixp_autocast_options_init(&t.autocast);
   t.autocast.level = a->amp_level;
   t.autocast.dtype = a->amp_dtype;
+  t.loader = loader;
+  t.data_name = data_name;
+  t.epoch = 1;
+  int first_epoch = 1;
+  if (a->resume_path) {
+    train_progress p;
+    train_state ts = {s, &m, opt, scaler, loader, a, data_name};
+    state_resume(&ts, &p, a->resume_path);
+    restore_progress(&t, &p);
+    first_epoch = (int)p.epoch;
+    printf("resumed: %s at step %" PRId64 ", epoch %d (%" PRId64 " batches into it)\n",
+           a->resume_path, t.steps, first_epoch, t.ep_done);
+  }
   double train_seconds = 0;
   int64_t train_samples = 0;
   run_result res;
@@ -657,7 +756,8 @@ static run_result run(const args *a, int tty) {
   const char *metric_tag = m.is_gpt ? "eval/loss" : "eval/accuracy";
   static const char *const level_names[] = {"O0", "O1", "O2"};
   t.log = run_log_open(a->logdir, a->compare, level_names[a->amp_level]);
-  for (int e = 1; e <= a->epochs; ++e) {
+  int epochs_run = 0;
+  for (int e = first_epoch; e <= a->epochs && !t.stop; ++e, ++epochs_run) {
     CHECK(mixp_memory_stats_reset_peak(s));
     const int64_t skipped_before = t.skipped;
     epoch_stats r = train_epoch(&t, loader, e, tty);
@@ -689,8 +789,14 @@ static run_result run(const args *a, int tty) {
       run_log_flush(t.log);
     }
   }
+  if (epochs_run == 0) /* resumed after the last epoch: nothing to train */
+    res.metric = evaluate(&m, test, a->limit_test, s, t.amp_on ? &t.autocast : NULL);
+  if (a->save_path) save_checkpoint(&t);
+  if (a->save_path || a->resume_path)
+    printf("state: steps=%" PRId64 " last_loss=%a %s=%a\n", t.steps,
+           t.steps > 0 ? t.recent[(t.steps - 1) % 10] : 0.0, metric_name, res.metric);
   res.samples_per_sec = train_seconds > 0 ? (double)train_samples / train_seconds : 0.0;
-  res.epoch_seconds = train_seconds / a->epochs;
+  res.epoch_seconds = train_seconds / (epochs_run > 0 ? epochs_run : 1);
   res.skipped = t.skipped;
   res.loss_scale = current_scale(scaler);
   /* The whole run in one point per measure: what plot_runs.py compares. */

@@ -55,6 +55,11 @@ typedef struct args {
   const char *logdir;           /* --logdir: TensorBoard event files */
   const char *csv_path;         /* --csv: the same scalars as CSV */
   int log_every;                /* --log-every: steps between loss points (default 10) */
+  /* Checkpoints (mixp-train-state.c). */
+  const char *save_path;        /* --save PATH */
+  int64_t save_every;           /* --save-every N (0: only at the end) */
+  const char *resume_path;      /* --resume PATH */
+  int64_t max_steps;            /* --max-steps N (0: no limit) */
 } args;
 
 /* Prints the library's message for a failed call and exits 1. */
@@ -96,5 +101,36 @@ mixp_tensor *model_forward(const model *m, const mixp_tensor *x);
 void model_set_training(const model *m, int training);
 /* Mean cross-entropy of logits against targets (token level for gpt). */
 mixp_tensor *model_loss(const model *m, const mixp_tensor *logits, const mixp_tensor *y);
+
+/* ---- checkpoints (mixp-train-state.c) ----------------------------------------- */
+
+/* Where the run is, beyond what the library objects hold. */
+typedef struct train_progress {
+  int64_t epoch;      /* the 1-based epoch to continue (or start) */
+  int64_t done;       /* batches of it already trained */
+  double loss_sum;    /* of those batches, weighted by batch size */
+  int64_t samples;
+  int64_t steps, micro, skipped;
+  double first_loss;
+  double recent[10];
+} train_progress;
+
+typedef struct train_state {
+  mixp_session *s;
+  const model *m;
+  mixp_optimizer *opt;
+  mixp_grad_scaler *scaler;
+  mixp_loader *loader;
+  const args *a;
+  const char *data_name;
+} train_state;
+
+/* Saves everything (mixp_state_save) with the progress as an extra tensor
+ * and the run's configuration as JSON metadata; exits 1 on failure. */
+void state_save(const train_state *ts, const train_progress *p, const char *path);
+/* Restores a state saved by state_save into the objects of `ts`, after
+ * checking that the file was saved with the same configuration; exits 1
+ * (with both configurations printed) when it was not. */
+void state_resume(const train_state *ts, train_progress *p, const char *path);
 
 #endif /* MIXP_TRAIN_H */

@@ -2299,6 +2299,156 @@ MIXP_API int64_t mixp_loader_epoch(const mixp_loader *loader);
 
 /** @} */
 
+/** @defgroup state Training-state files (safetensors checkpoints)
+ *  Saving and resuming a training run. A state file is a
+ *  [safetensors](https://github.com/huggingface/safetensors) file, so the
+ *  Python `safetensors` package (and PyTorch through it) reads it: module
+ *  parameters and buffers under their PyTorch names (fp32 master values for
+ *  parameters decorated by mixp_amp_decorate()), optimizer state, the
+ *  GradScaler state, loader positions, the session's RNG position and the
+ *  global step under names beginning with `__mixp__.`, and metadata strings
+ *  (format, mixp version, the caller's metadata, a CRC-32C of every tensor).
+ *  See docs/checkpoints.md for the layout.
+ *
+ *  Files are written atomically (temporary file in the same directory,
+ *  fsync, rename, fsync of the directory): after a crash at any moment the
+ *  path holds the old file or the complete new one. Loading validates the
+ *  whole file (layout, checksums, names, shapes, dtypes) before it changes
+ *  anything: a failed load leaves every object as it was.
+ *  @{ */
+
+/** What mixp_state_save() writes and mixp_state_load() restores; fill with
+ *  mixp_state_spec_init(), then set the arrays (all borrowed during the
+ *  call). The same spec shape (same objects, in the same order) must be
+ *  used to save and to load. */
+typedef struct mixp_state_spec {
+  uint32_t struct_size;               /**< sizeof(mixp_state_spec). */
+  mixp_module *const *modules;        /**< Modules: parameters and buffers, by name. */
+  /** NULL, or one name prefix per module (e.g. "encoder."), prepended to
+   *  its tensor names; with NULL the names are the modules' own, which
+   *  must then not collide. */
+  const char *const *module_prefixes;
+  int num_modules;                    /**< Entries in @c modules (0 default). */
+  mixp_tensor *const *tensors;        /**< Extra tensors saved and restored in place. */
+  const char *const *tensor_names;    /**< Their names (required with @c tensors). */
+  int num_tensors;                    /**< Entries in @c tensors (0 default). */
+  mixp_optimizer *const *optimizers;  /**< Optimizers: hyper-parameters, step count, per-parameter state. */
+  int num_optimizers;                 /**< Entries in @c optimizers (0 default). */
+  mixp_grad_scaler *const *scalers;   /**< Loss scalers (their mixp_grad_scaler_save_state() bytes). */
+  int num_scalers;                    /**< Entries in @c scalers (0 default). */
+  mixp_loader *const *loaders;        /**< Loaders: epoch, position and shuffle seed. */
+  int num_loaders;                    /**< Entries in @c loaders (0 default). */
+  /** 1 (default): the session's seed and Philox offset (dropout and random
+   *  tensors continue the same stream after a resume). */
+  int include_rng;
+  int64_t step;                       /**< Saved as the global step (0 default); ignored by load. */
+  /** NUL-terminated UTF-8 saved as the metadata entry "user" (NULL default:
+   *  none); ignored by load (read it with mixp_state_read_metadata()). */
+  const char *user_metadata;
+} mixp_state_spec;
+
+/**
+ * Fills @p spec with the defaults (nothing listed, include_rng 1) and sets
+ * struct_size.
+ * @param[out] spec NULL is ignored. Thread-safe.
+ */
+MIXP_API void mixp_state_spec_init(mixp_state_spec *spec);
+
+/**
+ * Saves the training state described by @p spec to @p path, atomically
+ * (see the group description). Reads every tensor (synchronises).
+ * @param session The session all listed objects belong to.
+ * @param path NUL-terminated file path; its directory must exist and be
+ *             writable. Borrowed during the call.
+ * @param spec What to save; borrowed during the call.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL pointers, a bad
+ *         struct_size, negative counts, NULL entries or names, stale
+ *         handles, or two tensors that end up with the same name;
+ *         MIXP_ERR_DEVICE for an object of another session; MIXP_ERR_STATE
+ *         for a scaler between unscale()/step() and update(); MIXP_ERR_IO
+ *         when the file cannot be written (the old file is left intact).
+ *         Threading: no other thread may use the listed objects meanwhile.
+ */
+MIXP_API mixp_status mixp_state_save(mixp_session *session, const char *path,
+                                     const mixp_state_spec *spec);
+
+/**
+ * Restores the training state saved by mixp_state_save() with a spec of the
+ * same shape: parameter and buffer values (copied in place, so existing
+ * handles see them; decorated parameters get their fp32 master and its
+ * rounding), optimizer hyper-parameters, step counts and state, scaler
+ * state, loader epoch, position and seed, the session's seed and RNG
+ * offset. Training then continues bit for bit as if it had not stopped
+ * (same thread count). Values are cast to the target dtype when the file's
+ * float dtype differs (e.g. an O0 checkpoint into an O2 model).
+ * @param session The session all listed objects belong to.
+ * @param path NUL-terminated file path; borrowed during the call.
+ * @param spec What to restore; borrowed during the call.
+ * @param[out] step NULL, or receives the saved global step.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT as for mixp_state_save();
+ *         MIXP_ERR_IO when the file cannot be read; MIXP_ERR_CORRUPT for a
+ *         truncated or malformed file, a checksum mismatch or an invalid
+ *         saved value (the message names the tensor); MIXP_ERR_SHAPE when
+ *         the file does not fit the objects: a missing or extra tensor, a
+ *         different shape, another number of optimizers, scalers, loaders
+ *         or optimizer parameters, another optimizer kind or a loader over
+ *         a dataset of another size (the message names the tensor);
+ *         MIXP_ERR_DTYPE for a tensor whose dtype cannot be cast to the
+ *         target's; MIXP_ERR_STATE for a scaler between unscale()/step()
+ *         and update(). A failed call changes nothing.
+ */
+MIXP_API mixp_status mixp_state_load(mixp_session *session, const char *path,
+                                     const mixp_state_spec *spec, int64_t *step);
+
+/**
+ * Reads one metadata string of a safetensors file (e.g. "user",
+ * "mixp_version", "format") after validating the file's header and layout
+ * (not the tensor checksums).
+ * @param path NUL-terminated file path; borrowed during the call.
+ * @param key NUL-terminated metadata key; borrowed during the call.
+ * @param[out] buf NULL (with @p capacity 0) to query the length, or a buffer
+ *                 of @p capacity bytes that receives the value and a NUL.
+ * @param capacity Bytes available in @p buf.
+ * @param[out] length Receives the value's length in bytes, without the NUL.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL @p path, @p key or
+ *         @p length, a NULL @p buf with a nonzero capacity, a @p capacity
+ *         too small for the value and its NUL (nothing is written to
+ *         @p buf; @p length is set), or a key the file does not hold;
+ *         MIXP_ERR_IO; MIXP_ERR_CORRUPT for a malformed file. Thread-safe.
+ */
+MIXP_API mixp_status mixp_state_read_metadata(const char *path, const char *key, char *buf,
+                                              size_t capacity, size_t *length);
+
+/**
+ * Loads module weights from any safetensors file, e.g. one written by
+ * PyTorch (`safetensors.torch.save_file(model.state_dict(), path)`) or by
+ * mixp_state_save(): each parameter and buffer of @p module takes the
+ * tensor of the same name, cast from F64, F32, F16 or BF16 (integer
+ * tensors must match the buffer's dtype) to the target's dtype. Tensors
+ * whose names begin with `__mixp__.` are ignored, and mixp checksums are
+ * verified where present.
+ * @param module The module tree to fill (values copied in place).
+ * @param optimizer NULL, or the optimizer holding fp32 masters of the
+ *                  module's decorated parameters: their masters take the
+ *                  values too (in F32) and the parameters their rounding.
+ * @param path NUL-terminated file path; borrowed during the call.
+ * @param strict 1: every parameter and buffer must be in the file and every
+ *               tensor of the file (other than `__mixp__.` ones) must be
+ *               one of them (PyTorch's strict load_state_dict). 0: tensors
+ *               without a counterpart are skipped on both sides.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or stale handles or
+ *         @p strict not 0 or 1; MIXP_ERR_DEVICE when the optimizer belongs
+ *         to another session; MIXP_ERR_IO; MIXP_ERR_CORRUPT for a malformed
+ *         file or a checksum mismatch; MIXP_ERR_SHAPE for a shape mismatch
+ *         or (strict) a missing or unexpected tensor; MIXP_ERR_DTYPE for a
+ *         dtype that cannot be cast. The message names the tensor. A
+ *         failed call changes nothing.
+ */
+MIXP_API mixp_status mixp_module_load_safetensors(mixp_module *module, mixp_optimizer *optimizer,
+                                                  const char *path, int strict);
+
+/** @} */
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -390,7 +390,9 @@ void mixp_grad_scaler::save_state(unsigned char *buf) const {
   tail.u32(fnv1a(buf, end));
 }
 
-void mixp_grad_scaler::load_state(const unsigned char *buf, size_t n, const char *fn) {
+mixp_grad_scaler::LoadedState mixp_grad_scaler::prepare_load_state(const unsigned char *buf,
+                                                                   size_t n,
+                                                                   const char *fn) const {
   using namespace mixp;
   if (!records.empty())
     fail(MIXP_ERR_STATE, fn,
@@ -441,12 +443,20 @@ void mixp_grad_scaler::load_state(const unsigned char *buf, size_t n, const char
   if (found != 0 && found != 1)
     fail(MIXP_ERR_CORRUPT, fn, ": saved found_inf must be 0 or 1, got ", found);
 
-  // Validated: commit. The allocation comes first so that it alone can fail.
-  TensorPtr last = full(session.get(), MIXP_F32, Shape{}, double(found));
-  options = o;
-  write_scalar(*scale, sc);
-  write_scalar(*growth_tracker, growth);
-  write_scalar(*bad_count, bad);
-  write_scalar(*hysteresis_left, hyst);
-  last_found_inf = std::move(last);
+  // The allocation happens here so that the commit cannot fail.
+  return LoadedState{o, sc, growth, bad, hyst, full(session.get(), MIXP_F32, Shape{}, double(found))};
+}
+
+void mixp_grad_scaler::commit_load_state(LoadedState &&st) {
+  using namespace mixp;
+  options = st.options;
+  write_scalar(*scale, st.scale);
+  write_scalar(*growth_tracker, st.growth);
+  write_scalar(*bad_count, st.bad);
+  write_scalar(*hysteresis_left, st.hysteresis);
+  last_found_inf = std::move(st.last);
+}
+
+void mixp_grad_scaler::load_state(const unsigned char *buf, size_t n, const char *fn) {
+  commit_load_state(prepare_load_state(buf, n, fn));
 }

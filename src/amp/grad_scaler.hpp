@@ -64,6 +64,18 @@ struct mixp_grad_scaler {
   // Writes kStateBytes bytes.
   void save_state(unsigned char *buf) const;
   void load_state(const unsigned char *buf, size_t n, const char *fn);
+  // load_state() in two halves, for callers that restore several objects
+  // all-or-nothing: prepare validates everything (MIXP_ERR_STATE between
+  // unscale()/step() and update(), MIXP_ERR_CORRUPT for bad bytes) and
+  // allocates; commit only writes the validated values.
+  struct LoadedState {
+    mixp_grad_scaler_options options;
+    float scale;
+    int32_t growth, bad, hysteresis;
+    mixp::TensorPtr last;
+  };
+  LoadedState prepare_load_state(const unsigned char *buf, size_t n, const char *fn) const;
+  void commit_load_state(LoadedState &&st);
 
  private:
   Record *find(const mixp::Optimizer &opt) noexcept;
