@@ -116,6 +116,7 @@ MIXP_OPTIONS(mixp_grad_scaler_options, mixp_grad_scaler_options_init)
 MIXP_OPTIONS(mixp_decorate_options, mixp_decorate_options_init)
 MIXP_OPTIONS(mixp_synthetic_options, mixp_synthetic_options_init)
 MIXP_OPTIONS(mixp_loader_options, mixp_loader_options_init)
+MIXP_OPTIONS(mixp_state_spec, mixp_state_spec_init)
 
 %extend mixp_optimizer_options {
   mixp_optimizer_options(mixp_optimizer_kind kind = MIXP_OPTIM_ADAMW) {
@@ -153,6 +154,7 @@ MIXP_OPTIONS(mixp_loader_options, mixp_loader_options_init)
 %immutable mixp_decorate_options::struct_size;
 %immutable mixp_synthetic_options::struct_size;
 %immutable mixp_loader_options::struct_size;
+%immutable mixp_state_spec::struct_size;
 %immutable mixp_memory_stats::struct_size;
 %immutable mixp_autocast_policy_info::struct_size;
 
@@ -164,6 +166,21 @@ MIXP_OPTIONS(mixp_loader_options, mixp_loader_options_init)
 %ignore mixp_autocast_options::n_custom_white;
 %ignore mixp_autocast_options::custom_black_list;
 %ignore mixp_autocast_options::n_custom_black;
+/* The training-state spec holds arrays of handles and strings: hosts go
+ * through mixp_swig_state_save/load below (one of each object kind). */
+%ignore mixp_state_spec::modules;
+%ignore mixp_state_spec::module_prefixes;
+%ignore mixp_state_spec::num_modules;
+%ignore mixp_state_spec::tensors;
+%ignore mixp_state_spec::tensor_names;
+%ignore mixp_state_spec::num_tensors;
+%ignore mixp_state_spec::optimizers;
+%ignore mixp_state_spec::num_optimizers;
+%ignore mixp_state_spec::scalers;
+%ignore mixp_state_spec::num_scalers;
+%ignore mixp_state_spec::loaders;
+%ignore mixp_state_spec::num_loaders;
+%ignore mixp_state_spec::user_metadata;
 
 /* ---- functions without a status ------------------------------------------- */
 %noexception mixp_session_options_init;
@@ -175,6 +192,7 @@ MIXP_OPTIONS(mixp_loader_options, mixp_loader_options_init)
 %noexception mixp_decorate_options_init;
 %noexception mixp_synthetic_options_init;
 %noexception mixp_loader_options_init;
+%noexception mixp_state_spec_init;
 %noexception mixp_session_destroy;
 %noexception mixp_tensor_release;
 %noexception mixp_module_destroy;
@@ -197,6 +215,25 @@ MIXP_OPTIONS(mixp_loader_options, mixp_loader_options_init)
 /* ---- helpers for what a struct field cannot carry -------------------------
  * Each is a thin C function over the public API; the language files give
  * them typemaps like the header's own (string lists, device strings). */
+%{
+/** Fills a training-state spec with at most one module, optimizer, grad
+ *  scaler and loader (NULL: not listed) and the session RNG. */
+static void mixp_swig_state_spec(mixp_state_spec *spec, mixp_module **module,
+                                 mixp_optimizer **optimizer, mixp_grad_scaler **scaler,
+                                 mixp_loader **loader) {
+  mixp_state_spec_init(spec);
+  spec->modules = module;
+  spec->num_modules = *module ? 1 : 0;
+  spec->optimizers = optimizer;
+  spec->num_optimizers = *optimizer ? 1 : 0;
+  spec->scalers = scaler;
+  spec->num_scalers = *scaler ? 1 : 0;
+  spec->loaders = loader;
+  spec->num_loaders = *loader ? 1 : 0;
+}
+
+%}
+
 %inline %{
 /** Creates a session like mixp_session_create() with @p options and the
  *  device string @p device ("cpu", "cuda", "cuda:N", "auto"; NULL or "" for
@@ -232,6 +269,44 @@ mixp_status mixp_swig_autocast_push(mixp_session *session, const mixp_autocast_o
   o.custom_black_list = black;
   o.n_custom_black = n_black;
   return mixp_autocast_push(session, &o);
+}
+
+/** Saves a training state like mixp_state_save() listing @p module,
+ *  @p optimizer, @p scaler and @p loader (each may be NULL) and the RNG.
+ *  @param session The session.
+ *  @param path The file to write (atomically).
+ *  @param module The model, or NULL.
+ *  @param optimizer Its optimizer, or NULL.
+ *  @param scaler The loss scaler, or NULL.
+ *  @param loader The training loader, or NULL.
+ *  @param step The global step to record.
+ *  @param user_metadata NULL or a string stored as the metadata entry "user".
+ *  @return As mixp_state_save(). */
+mixp_status mixp_swig_state_save(mixp_session *session, const char *path, mixp_module *module,
+                                 mixp_optimizer *optimizer, mixp_grad_scaler *scaler,
+                                 mixp_loader *loader, int64_t step, const char *user_metadata) {
+  mixp_state_spec spec;
+  mixp_swig_state_spec(&spec, &module, &optimizer, &scaler, &loader);
+  spec.step = step;
+  spec.user_metadata = user_metadata;
+  return mixp_state_save(session, path, &spec);
+}
+
+/** Restores what mixp_swig_state_save() wrote into the same kinds of objects.
+ *  @param session The session.
+ *  @param path The file to read.
+ *  @param module The model, or NULL.
+ *  @param optimizer Its optimizer, or NULL.
+ *  @param scaler The loss scaler, or NULL.
+ *  @param loader The training loader, or NULL.
+ *  @param[out] step Receives the saved global step.
+ *  @return As mixp_state_load(); a failed load changes nothing. */
+mixp_status mixp_swig_state_load(mixp_session *session, const char *path, mixp_module *module,
+                                 mixp_optimizer *optimizer, mixp_grad_scaler *scaler,
+                                 mixp_loader *loader, int64_t *step) {
+  mixp_state_spec spec;
+  mixp_swig_state_spec(&spec, &module, &optimizer, &scaler, &loader);
+  return mixp_state_load(session, path, &spec, step);
 }
 %}
 

@@ -81,6 +81,8 @@ static void usage(FILE *f) {
           "                          test accuracy, lr, loss scale, skipped steps, samples/s, peak memory\n"
           "  --csv PATH              write the same scalars to PATH as CSV (run,tag,step,value,wall_time)\n"
           "  --log-every N           steps between logged loss points (default 10)\n"
+          "\n"
+          "Checkpoints (safetensors; see docs/checkpoints.md):\n"
           "  --save PATH             save the whole training state to PATH at the end\n"
           "  --save-every N          ... and every N steps (a multiple of --accum-steps)\n"
           "  --resume PATH           continue the run saved in PATH (same model, data and\n"
@@ -215,7 +217,6 @@ static void parse_args(int argc, char **argv, args *a) {
                                         "--loss-scale", "--init-scale", "--clip-norm",
                                         "--accum-steps", "--check-numerics", "--logdir",
                                         "--csv", "--log-every"};
-                                        "--accum-steps", "--check-numerics"};
     static const char *const state_flags[] = {"--save", "--save-every", "--resume", "--max-steps"};
     int is_known = 0;
     for (size_t k = 0; k < sizeof known / sizeof known[0]; ++k) is_known |= strcmp(name, known[k]) == 0;

@@ -30,6 +30,7 @@ from . import nn
 from . import optim
 from . import amp
 from . import data
+from .state import save_state, load_state
 from .functional import (matmul, relu, gelu, sigmoid, tanh, softmax, log_softmax, cross_entropy,
                          mse_loss, cat, split)
 
@@ -54,5 +55,5 @@ __all__ = [
     "no_grad", "Tensor", "tensor", "from_numpy", "zeros", "ones", "full", "arange", "rand",
     "randn", "functional", "nn", "optim", "amp", "data", "matmul", "relu", "gelu", "sigmoid",
     "tanh", "softmax", "log_softmax", "cross_entropy", "mse_loss", "cat", "split", "build_info",
-    "ops", "__version__",
+    "ops", "save_state", "load_state", "__version__",
 ]
