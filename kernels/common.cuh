@@ -210,7 +210,7 @@ struct alignas(16) Pack {
   T v[kVec<T>];
 };
 
-inline bool aligned16(const void *p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+__host__ __device__ inline bool aligned16(const void *p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 // ---- dispatch -------------------------------------------------------------------
 
@@ -222,7 +222,7 @@ void dispatch_float_dt(DType t, const char *kernel, F &&f) {
     case MIXP_F64: f(double{}); return;
     case MIXP_F16: f(f16{}); return;
     case MIXP_BF16: f(bf16{}); return;
-    default: fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": dtype ", dtype_name(t), " is not float");
+    default: fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": dtype ", int(t), " is not float");
   }
 }
 
