@@ -15,13 +15,14 @@
 //   random.cu       rand_uniform, rand_normal, dropout_mask (CPU's Philox)
 //   amp.cu          non_finite_check_and_unscale, update_scale, grad_norm_sq,
 //                   clip_coefficient, scale_grads (multi-tensor apply)
-//   optim.cu        the optim::Kernels table (fused SGD / Adam(W))
+//   optim.cu        sgd_step, adam_step (fused SGD / Adam(W), optimizer_kernels.hpp)
 //   conv.cu         conv2d (+backward) through cuDNN
 //   pool.cu norm.cu embedding.cu
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include <cuda_runtime.h>
 
@@ -48,15 +49,16 @@ class CudaBackend final : public Backend {
   cudaStream_t stream() const noexcept { return stream_; }
   // Device->host synchronisations performed so far (copy_to_host,
   // synchronize, count_nonfinite, ...).
-  uint64_t host_syncs() const noexcept { return host_syncs_; }
+  uint64_t host_syncs() const noexcept override { return host_syncs_; }
   void note_host_sync() noexcept { ++host_syncs_; }
-  bool allow_tf32 = false;  // mirrored from the session before each gemm
 
   void *allocate(size_t nbytes) override;
   void deallocate(void *p, size_t nbytes) noexcept override;
   void copy_from_host(void *dst, const void *src, size_t nbytes) override;
   void copy_to_host(void *dst, const void *src, size_t nbytes) override;
   void synchronize() override;
+  // One line: device name, sm, memory, driver/runtime/library versions.
+  const std::string &description() const noexcept;
 
   void copy(const View &src, const View &dst) override;
   void fill(const View &dst, double value) override;
@@ -95,6 +97,12 @@ class CudaBackend final : public Backend {
                         const View &coef, const View &found_inf) override;
   void scale_grads(const View *grads, int n, const View &coef) override;
 
+  // optim.cu
+  void sgd_step(const optim::ParamArgs &p, void *momentum_buf, const optim::SgdArgs &args,
+                const float *found_inf) override;
+  void adam_step(const optim::ParamArgs &p, void *exp_avg, void *exp_avg_sq,
+                 const optim::AdamArgs &args, const float *found_inf) override;
+
   void conv2d(const Conv2dGeom &g, const View &x, const View &w, const View *bias,
               const View &y) override;
   void conv2d_backward_data(const Conv2dGeom &g, const View &gy, const View &w,
@@ -124,7 +132,8 @@ class CudaBackend final : public Backend {
   void embedding_backward(const View &gy, const View &indices, int64_t padding_idx,
                           const View &gw) override;
 
-  // Library handles and scratch owned by runtime.cu / gemm.cu / conv.cu.
+  // Library handles and scratch owned by runtime.cu / gemm.cu / conv.cu
+  // (defined in kernels/libs.hpp).
   struct Libs;
   Libs &libs() noexcept { return *libs_; }
 

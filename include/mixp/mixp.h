@@ -321,7 +321,9 @@ MIXP_API mixp_status mixp_session_set_log_callback(mixp_session *session, mixp_l
 /** Byte counts of the tensor memory a session has allocated. */
 typedef struct mixp_memory_stats {
   uint32_t struct_size;    /**< sizeof(mixp_memory_stats); set by the caller. */
-  uint64_t current_bytes;  /**< Bytes held by live tensor storage now. */
+  uint64_t current_bytes;  /**< Bytes held by live tensor storage now (on a cuda session: the
+                                bytes taken from the session's stream-ordered memory pool and not
+                                yet given back, counted in stream order). */
   uint64_t peak_bytes;     /**< Highest current_bytes since creation or the last reset. */
 } mixp_memory_stats;
 
@@ -340,6 +342,21 @@ MIXP_API mixp_status mixp_memory_stats_get(const mixp_session *session,
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
  */
 MIXP_API mixp_status mixp_memory_stats_reset_peak(mixp_session *session);
+
+/**
+ * Counts the times the host has waited for the session's device so far: every
+ * value read back (mixp_tensor_to_host, mixp_tensor_item, a loss printed, a
+ * GradScaler scale queried) and every explicit wait. A cpu session has no
+ * queue and always reports 0. Meant for tests and profiling: a GradScaler
+ * training step (scale, backward, unscale, clip, step, update) adds none.
+ * @param session The session.
+ * @param[out] count Receives the count; written only on success.
+ * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT (NULL or destroyed session,
+ *         NULL count).
+ * @note Thread-safety: like every call on a session, not concurrently with
+ *       other calls on it.
+ */
+MIXP_API mixp_status mixp_session_host_syncs(const mixp_session *session, uint64_t *count);
 
 /** @} */
 
