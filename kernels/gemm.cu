@@ -53,9 +53,12 @@ Operand as_column_major(int64_t r, int64_t c, int64_t rs, int64_t cs) {
     o.cols = c;
     o.ld = cs;
   }
-  // A single column/row may carry any stride; cuBLASLt wants ld >= rows.
-  if (o.ld < o.rows || o.cols <= 1) o.ld = o.rows > o.ld ? o.rows : o.ld;
+  // A single stored column may carry any stride; cuBLASLt wants ld >= rows.
+  if (o.cols <= 1 && o.ld < o.rows) o.ld = o.rows;
   if (o.ld < 1) o.ld = 1;
+  if (o.ld < o.rows)
+    fail(MIXP_ERR_INTERNAL, "cuda gemm: a ", r, "x", c, " operand with strides (", rs, ", ", cs,
+         ") overlaps itself; ops must pass addressable matrices");
   return o;
 }
 
