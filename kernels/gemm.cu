@@ -206,9 +206,12 @@ void CudaBackend::gemm(const GemmArgs &g) {
         // F64): the plan stays without descriptors and the call falls back.
         destroy_plan(p);
       }
-    } catch (...) {
+    } catch (const Error &e) {
+      // A combination cuBLASLt refuses to describe (e.g. a fused bias on
+      // F64) falls back like one without an algorithm; only running out of
+      // memory is an error here.
       destroy_plan(p);
-      throw;
+      if (e.status() == MIXP_ERR_OUT_OF_MEMORY) throw;
     }
     it = L.gemm_plans.emplace(key, p).first;
   }
