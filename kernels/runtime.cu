@@ -50,12 +50,28 @@ CudaBackend::Libs::~Libs() {
   if (pool) cudaMemPoolDestroy(pool);
 }
 
+namespace {
+// Everything the constructor creates, in order; split out so that a failure
+// half-way releases what was made (the destructor does not run then).
+void init_runtime(int device, cudaStream_t *stream, CudaBackend::Libs &L);
+}  // namespace
+
 CudaBackend::CudaBackend(int device_index) : device_(device_index), libs_(new Libs) {
+  try {
+    init_runtime(device_, &stream_, *libs_);
+  } catch (...) {
+    libs_.reset();
+    if (stream_) cudaStreamDestroy(stream_);
+    throw;
+  }
+}
+
+namespace {
+void init_runtime(int device, cudaStream_t *stream, CudaBackend::Libs &L) {
   // The plugin's entry point has already checked the driver and the ordinal.
-  MIXP_CUDA_CHECK(cudaSetDevice(device_));
+  MIXP_CUDA_CHECK(cudaSetDevice(device));
   cudaDeviceProp prop{};
-  MIXP_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
-  Libs &L = *libs_;
+  MIXP_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   L.sm = prop.major * 10 + prop.minor;
   int drv = 0, rt = 0;
   cudaDriverGetVersion(&drv);
@@ -69,7 +85,7 @@ CudaBackend::CudaBackend(int device_index) : device_(device_index), libs_(new Li
 
   // Non-blocking: never serialised with the legacy default stream that other
   // code in the process may use.
-  MIXP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  MIXP_CUDA_CHECK(cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking));
 
   // A pool of our own gives per-session statistics; memory freed to it is
   // kept for reuse (release threshold = max) instead of returned at every
@@ -78,23 +94,24 @@ CudaBackend::CudaBackend(int device_index) : device_(device_index), libs_(new Li
   pp.allocType = cudaMemAllocationTypePinned;
   pp.handleTypes = cudaMemHandleTypeNone;
   pp.location.type = cudaMemLocationTypeDevice;
-  pp.location.id = device_;
+  pp.location.id = device;
   MIXP_CUDA_CHECK(cudaMemPoolCreate(&L.pool, &pp));
   uint64_t keep = std::numeric_limits<uint64_t>::max();
   MIXP_CUDA_CHECK(cudaMemPoolSetAttribute(L.pool, cudaMemPoolAttrReleaseThreshold, &keep));
   // Kernels' short-lived scratch (cudaMallocAsync) comes from the device's
   // default pool: keep that one cached too.
   cudaMemPool_t def = nullptr;
-  if (cudaDeviceGetDefaultMemPool(&def, device_) == cudaSuccess)
+  if (cudaDeviceGetDefaultMemPool(&def, device) == cudaSuccess)
     cudaMemPoolSetAttribute(def, cudaMemPoolAttrReleaseThreshold, &keep);
 
   MIXP_CUBLAS_CHECK(cublasLtCreate(&L.lt));
   MIXP_CUBLAS_CHECK(cublasCreate(&L.blas));
-  MIXP_CUBLAS_CHECK(cublasSetStream(L.blas, stream_));
+  MIXP_CUBLAS_CHECK(cublasSetStream(L.blas, *stream));
   L.workspace_bytes = L.sm >= 90 ? (size_t(32) << 20) : (size_t(4) << 20);
   MIXP_CUDA_CHECK(cudaMalloc(&L.workspace, L.workspace_bytes));
   MIXP_CUBLAS_CHECK(cublasSetWorkspace(L.blas, L.workspace, L.workspace_bytes));
 }
+}  // namespace
 
 CudaBackend::~CudaBackend() {
   // Queued frees and kernels must finish before the pool and handles go.
