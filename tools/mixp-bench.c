@@ -9,7 +9,9 @@
  *   mlp-step  the Fashion-MNIST MLP (784-256-128-10, AdamW) training step:
  *             O0 (fp32), O1 bf16 (autocast), O2 bf16 (decorate + fp32 master
  *             weights), O2 f16 (+ dynamic loss scaling); samples/s, compared
- *             with bench/torch/mlp_step.py (fp32 and bf16 autocast). */
+ *             with bench/torch/mlp_step.py (fp32 and bf16 autocast).
+ *
+ * With --device cuda[:N] the GPU workloads run instead (mixp-bench-gpu.c). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -189,11 +191,16 @@ static int run_torch(const char *script, int threads, int batch, int steps, resu
 static void usage(FILE *f) {
   fprintf(f,
           "usage: mixp-bench [--threads N] [--steps N] [--batch N] [--torch-script PATH] [--no-torch]\n"
-          "                  [--only o0|o1-bf16|o2-bf16|o2-f16]\n"
+          "                  [--only o0|o1-bf16|o2-bf16|o2-f16] [--device cpu]\n"
+          "       mixp-bench --device cuda[:N] ... (GPU workloads; --device cuda --help)\n"
           "Measures mixp workloads beside their PyTorch references in the same run.\n");
 }
 
+int bench_gpu_main(int argc, char **argv); /* mixp-bench-gpu.c */
+
 int main(int argc, char **argv) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (!strcmp(argv[i], "--device") && !strncmp(argv[i + 1], "cuda", 4)) return bench_gpu_main(argc, argv);
   int threads = 2, steps = 200, batch = 128, use_torch = 1, only = -1;
   const char *script = MIXP_BENCH_TORCH_SCRIPT;
   for (int i = 1; i < argc; ++i) {
@@ -221,6 +228,12 @@ int main(int argc, char **argv) {
       ++i;
     } else if (v && !strcmp(a, "--torch-script")) {
       script = v, ++i;
+    } else if (v && !strcmp(a, "--device")) {
+      if (strcmp(v, "cpu") != 0) {
+        fprintf(stderr, "mixp-bench: --device takes cpu or cuda[:N], not '%s'\n", v);
+        return 2;
+      }
+      ++i;
     } else {
       fprintf(stderr, "mixp-bench: unknown or incomplete flag '%s'\n", a);
       usage(stderr);

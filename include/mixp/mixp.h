@@ -203,7 +203,14 @@ MIXP_API void mixp_session_options_init(mixp_session_options *options);
  *                     with mixp_session_destroy().
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a NULL @p out, a bad
  *         struct_size, an unknown device string or a negative thread count;
- *         MIXP_ERR_DEVICE when "cuda" is asked for and cannot be served.
+ *         MIXP_ERR_DEVICE when "cuda"/"cuda:N" is asked for and cannot be
+ *         served, with the reason in the message: no CUDA backend plugin
+ *         (libmixp_cuda.so, searched in MIXP_BACKEND_PATH, a file or a
+ *         directory, then beside libmixp.so), a plugin that cannot be loaded
+ *         (a missing CUDA library) or is from another build (ABI version), no
+ *         GPU/driver, or a device index out of range;
+ *         MIXP_ERR_OUT_OF_MEMORY when the device cannot hold the session's
+ *         library workspaces.
  */
 MIXP_API mixp_status mixp_session_create(const mixp_session_options *options,
                                          mixp_session **out);
@@ -225,8 +232,11 @@ MIXP_API void mixp_session_destroy(mixp_session *session);
 MIXP_API const char *mixp_session_device(const mixp_session *session);
 
 /**
- * A human-readable note on how the device was chosen, e.g. "device 'auto':
- * no CUDA backend in this build, using cpu". "" when there is nothing to say.
+ * A human-readable note on how the device was chosen: for a CUDA session the
+ * GPU's description (name, sm_XY, memory, driver, runtime and library
+ * versions); for "auto" which device it picked and, when it fell back to the
+ * CPU, why (e.g. "device 'auto': cuda is unavailable, using cpu: no GPU/driver:
+ * ..."). "" when there is nothing to say.
  * @param session The session.
  * @return A string borrowed from the session, valid while it lives.
  */
@@ -321,7 +331,9 @@ MIXP_API mixp_status mixp_session_set_log_callback(mixp_session *session, mixp_l
 /** Byte counts of the tensor memory a session has allocated. */
 typedef struct mixp_memory_stats {
   uint32_t struct_size;    /**< sizeof(mixp_memory_stats); set by the caller. */
-  uint64_t current_bytes;  /**< Bytes held by live tensor storage now. */
+  uint64_t current_bytes;  /**< Bytes held by live tensor storage now (on a cuda session: the
+                                bytes taken from the session's stream-ordered memory pool and not
+                                yet given back, counted in stream order). */
   uint64_t peak_bytes;     /**< Highest current_bytes since creation or the last reset. */
 } mixp_memory_stats;
 
@@ -340,6 +352,21 @@ MIXP_API mixp_status mixp_memory_stats_get(const mixp_session *session,
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
  */
 MIXP_API mixp_status mixp_memory_stats_reset_peak(mixp_session *session);
+
+/**
+ * Counts the times the host has waited for the session's device so far: every
+ * value read back (mixp_tensor_to_host, mixp_tensor_item, a loss printed, a
+ * GradScaler scale queried) and every explicit wait. A cpu session has no
+ * queue and always reports 0. Meant for tests and profiling: a GradScaler
+ * training step (scale, backward, unscale, clip, step, update) adds none.
+ * @param session The session.
+ * @param[out] count Receives the count; written only on success.
+ * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT (NULL or destroyed session,
+ *         NULL count).
+ * @note Thread-safety: like every call on a session, not concurrently with
+ *       other calls on it.
+ */
+MIXP_API mixp_status mixp_session_host_syncs(const mixp_session *session, uint64_t *count);
 
 /** @} */
 

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "api/api_common.hpp"
+#include "backend/backend.hpp"
 
 using namespace mixp;
 
@@ -134,6 +135,14 @@ mixp_status mixp_memory_stats_reset_peak(mixp_session *session) {
   return guard("mixp_memory_stats_reset_peak", [&] {
     Session *s = check_session(session, "mixp_memory_stats_reset_peak");
     s->mem_peak.store(s->mem_current.load());
+  });
+}
+
+mixp_status mixp_session_host_syncs(const mixp_session *session, uint64_t *count) {
+  return guard("mixp_session_host_syncs", [&] {
+    Session *s = check_session(session, "mixp_session_host_syncs");
+    check_out(count, "mixp_session_host_syncs", "count");
+    *count = s->backend->host_syncs();
   });
 }
 

@@ -16,6 +16,17 @@
 struct mixp_tensor;
 
 namespace mixp {
+namespace optim {  // optim/optimizer_kernels.hpp
+struct ParamArgs;
+struct SgdArgs;
+struct AdamArgs;
+}
+
+// The version of this interface (the Backend vtable and every struct it
+// takes). libmixp.so and a backend plugin (libmixp_cuda.so) must be built
+// from the same headers: the plugin's entry point refuses any other value.
+// Bump it with every change to this file or to optim/optimizer_kernels.hpp.
+inline constexpr uint32_t kBackendAbiVersion = 2;
 
 struct View {
   void *data = nullptr;
@@ -62,6 +73,9 @@ struct GemmArgs {
   // Optional bias added to every row of C after the product: n contiguous
   // elements of `dtype` (fused into the GEMM where the library can).
   const void *bias = nullptr;
+  // F32 products may use TF32 Tensor Cores (the session's switch, see
+  // tf32_enabled); backends without TF32 ignore it.
+  bool allow_tf32 = false;
 };
 
 // The loss-scale update of a GradScaler step, in device memory. Counters
@@ -135,6 +149,9 @@ class Backend {
   virtual void copy_to_host(void *dst, const void *src, size_t nbytes) = 0;
   // Blocks until queued work is done (no-op on the CPU).
   virtual void synchronize() {}
+  // How many times the host has waited for the device so far (0 on the CPU,
+  // where nothing is queued).
+  virtual uint64_t host_syncs() const noexcept { return 0; }
 
   // --- elementwise --------------------------------------------------------
   // dst = convert(src) elementwise; same shape, any strides, any dtypes
@@ -224,6 +241,13 @@ class Backend {
   // Multiplies every gradient element in place by coef (F32 scalar), unless
   // it is exactly 1.
   virtual void scale_grads(const View *grads, int n, const View &coef) = 0;
+
+  // --- optimizers (the fused per-parameter updates of optimizer_kernels.hpp,
+  // on this backend's memory and queue; found_inf may be null) ---------------
+  virtual void sgd_step(const optim::ParamArgs &p, void *momentum_buf, const optim::SgdArgs &args,
+                        const float *found_inf) = 0;
+  virtual void adam_step(const optim::ParamArgs &p, void *exp_avg, void *exp_avg_sq,
+                         const optim::AdamArgs &args, const float *found_inf) = 0;
 
   // --- convolution and pooling (conv helper; layouts in Conv2dGeom) ----------
   // All operands share one float dtype. y = conv(x, w) (+ bias [C_out], may be null).

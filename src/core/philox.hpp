@@ -6,13 +6,21 @@
 #include <cmath>
 #include <cstdint>
 
+// Callable from CUDA kernels too (kernels/random.cu compiles these very
+// functions for the device).
+#if defined(__CUDACC__)
+#define MIXP_HOST_DEVICE __host__ __device__
+#else
+#define MIXP_HOST_DEVICE
+#endif
+
 namespace mixp {
 
 struct Philox4 {
   uint32_t v[4];
 };
 
-inline Philox4 philox4x32_10(uint64_t counter_lo, uint64_t counter_hi, uint64_t key) noexcept {
+MIXP_HOST_DEVICE inline Philox4 philox4x32_10(uint64_t counter_lo, uint64_t counter_hi, uint64_t key) noexcept {
   uint32_t c0 = uint32_t(counter_lo), c1 = uint32_t(counter_lo >> 32);
   uint32_t c2 = uint32_t(counter_hi), c3 = uint32_t(counter_hi >> 32);
   uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32);
@@ -32,17 +40,17 @@ inline Philox4 philox4x32_10(uint64_t counter_lo, uint64_t counter_hi, uint64_t 
 }
 
 // Uniform in [0, 1) with 24 random bits (exactly representable in fp32).
-inline float uniform_from_u32(uint32_t x) noexcept { return float(x >> 8) * (1.0f / 16777216.0f); }
+MIXP_HOST_DEVICE inline float uniform_from_u32(uint32_t x) noexcept { return float(x >> 8) * (1.0f / 16777216.0f); }
 
 // The i-th uniform of the stream (seed, offset): counter = offset + i / 4.
-inline float philox_uniform(uint64_t seed, uint64_t offset, uint64_t i) noexcept {
+MIXP_HOST_DEVICE inline float philox_uniform(uint64_t seed, uint64_t offset, uint64_t i) noexcept {
   Philox4 r = philox4x32_10(offset + i / 4, 0, seed);
   return uniform_from_u32(r.v[i % 4]);
 }
 
 // The i-th standard normal of the stream: Box-Muller over the pair of
 // uniforms of the same Philox block, computed in double and rounded once.
-inline double philox_normal(uint64_t seed, uint64_t offset, uint64_t i) noexcept {
+MIXP_HOST_DEVICE inline double philox_normal(uint64_t seed, uint64_t offset, uint64_t i) noexcept {
   Philox4 r = philox4x32_10(offset + i / 2, 1, seed);
   double u1 = (double(r.v[0]) + 1.0) / 4294967296.0;  // (0, 1]
   double u2 = double(r.v[1]) / 4294967296.0;

@@ -9,6 +9,7 @@
 
 #include "amp/autocast.hpp"
 #include "backend/cpu/cpu_backend.hpp"
+#include "backend/loader.hpp"
 #include "core/error.hpp"
 
 mixp_session::~mixp_session() { magic = 0; }
@@ -81,23 +82,39 @@ SessionRef make_session(const mixp_session_options &o) {
   std::string dev = o.device ? o.device : "cpu";
   int cuda_index = -1;
   std::string note;
+  std::unique_ptr<Backend> backend;
+  std::string name = "cpu";
   if (dev == "cpu") {
   } else if (dev == "auto") {
-    note = "device 'auto': this build of libmixp has no CUDA backend, using cpu";
+    try {
+      std::string desc;
+      backend = create_cuda_backend(0, &desc);
+      name = "cuda:0";
+      note = "device 'auto': using cuda:0 (" + desc + ")";
+    } catch (const Error &e) {
+      note = std::string("device 'auto': cuda is unavailable, using cpu: ") + e.what();
+    }
   } else if (parse_cuda(dev, &cuda_index)) {
-    fail(MIXP_ERR_DEVICE, fn, ": device '", dev,
-         "' is unavailable: this build of libmixp has no CUDA backend (libmixp_cuda.so); use \"cpu\" or \"auto\"");
+    std::string desc;
+    try {
+      backend = create_cuda_backend(cuda_index, &desc);
+    } catch (const Error &e) {
+      fail(e.status(), fn, ": device '", dev, "' is unavailable: ", e.what());
+    }
+    name = "cuda:" + std::to_string(cuda_index);
+    note = desc;
   } else {
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": unknown device '", dev,
          "' (expected \"cpu\", \"cuda\", \"cuda:N\" or \"auto\")");
   }
+  if (!backend) backend = std::make_unique<CpuBackend>();
 
   SessionRef s = SessionRef::adopt(new mixp_session());
-  s->device = "cpu";
+  s->device = name;
   s->device_note = note;
   s->seed = o.seed;
   s->num_threads = o.num_threads > 0 ? o.num_threads : omp_get_num_procs();
-  s->backend = std::make_unique<CpuBackend>();
+  s->backend = std::move(backend);
   s->allow_tf32 = o.allow_tf32 != 0;
   s->numerics = o.check_numerics;
   if (!note.empty()) s->log(MIXP_LOG_INFO, note);

@@ -57,6 +57,7 @@ void gemm_into(const Tensor &a, const Tensor &b, Tensor &out, float beta, const 
   g.c_batch = on > 2 ? out.strides[on - 3] : 0;
   g.beta = beta;
   g.bias = bias ? bias->data() : nullptr;
+  g.allow_tf32 = tf32_enabled(out.session.get());
   backend_of(out).gemm(g);
 }
 

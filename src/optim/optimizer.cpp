@@ -107,19 +107,12 @@ double schedule_lr(const mixp_optimizer_options &o, double base_lr, int64_t step
   return o.min_lr + (base_lr - o.min_lr) * 0.5 * (1.0 + std::cos(pi * progress));
 }
 
-// Only the CPU backend is known here; a device backend brings its own table.
-const Kernels &kernels_for(const Backend &backend, const char *fn) {
-  if (std::strcmp(backend.name(), "cpu") == 0) return cpu_kernels();
-  fail(MIXP_ERR_UNSUPPORTED, fn, ": the '", backend.name(),
-       "' backend provides no optimizer kernels");
-}
-
 }  // namespace mixp::optim
 
 void mixp_optimizer::step(const char *fn) {
   using namespace mixp;
   Session *s = check_session(session.get(), fn);
-  const optim::Kernels &kernels = optim::kernels_for(*s->backend, fn);
+  Backend &kernels = *s->backend;
   const double lr = current_lr();
   const bool sgd = options.kind == MIXP_OPTIM_SGD;
   const bool need_buf1 = !sgd || options.momentum != 0.0;
@@ -179,7 +172,7 @@ void mixp_optimizer::step(const char *fn) {
       a.dampening = options.dampening;
       a.weight_decay = options.weight_decay;
       a.nesterov = options.nesterov != 0;
-      kernels.sgd(pa, buf1, a, skip);
+      kernels.sgd_step(pa, buf1, a, skip);
     } else {
       optim::AdamArgs a;
       a.lr = lr;
@@ -188,7 +181,7 @@ void mixp_optimizer::step(const char *fn) {
       a.eps = options.eps;
       a.weight_decay = options.weight_decay;
       a.decoupled = options.kind == MIXP_OPTIM_ADAMW;
-      kernels.adam(pa, buf1, w.buf2->data(), a, skip);
+      kernels.adam_step(pa, buf1, w.buf2->data(), a, skip);
     }
     if (w.target.get() != w.slot->param.get()) {
       NoGradGuard no_grad(s);

@@ -5,7 +5,8 @@
 // in place. Pointers
 // are device memory of the session's backend; every array is contiguous with
 // n elements. Each backend provides its own table: the CPU one lives in
-// cpu_kernels.cpp, a GPU backend supplies the same functions for its memory.
+// cpu_kernels.cpp (reached through CpuBackend::sgd_step/adam_step); a GPU
+// backend implements those two Backend methods for its memory.
 #pragma once
 #include <cstdint>
 
@@ -82,8 +83,7 @@ struct Kernels {
 // count since each element is independent).
 const Kernels &cpu_kernels() noexcept;
 
-// The kernels for memory of `backend`; fails with MIXP_ERR_UNSUPPORTED,
-// naming `fn`, when that backend has none.
-const Kernels &kernels_for(const Backend &backend, const char *fn);
+// Other backends implement Backend::sgd_step / adam_step with the same
+// semantics on their own memory and queue.
 
 }  // namespace mixp::optim

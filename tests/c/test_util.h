@@ -41,13 +41,47 @@
     }                                                                                    \
   } while (0)
 
+/* The device the suite runs on: MIXP_TEST_DEVICE ("cpu" when unset). */
+static inline const char *mt_device(void) {
+  const char *dev = getenv("MIXP_TEST_DEVICE");
+  return (dev && *dev) ? dev : "cpu";
+}
+static inline int mt_on_cpu(void) { return strcmp(mt_device(), "cpu") == 0; }
+
+/* For tests that only make sense on the CPU backend (zero-copy host
+ * borrowing, CPU-only checks): reported as skipped on any other device. */
+#define mt_skip_unless_cpu()                                                    \
+  do {                                                                          \
+    if (!mt_on_cpu()) {                                                         \
+      print_message("[  SKIPPED ] cpu only, suite runs on %s\n", mt_device()); \
+      skip();                                                                   \
+    }                                                                           \
+  } while (0)
+
+/* Under MIXP_TEST_DEVICE=cuda[:N] a suite whose device cannot be opened (no
+ * plugin, driver or GPU) exits with 77 before any test runs, which CTest
+ * reports as skipped (SKIP_RETURN_CODE 77 in tests/cuda.cmake): a GPU suite
+ * must never pass by running on the CPU. */
+__attribute__((constructor)) static void mt_device_gate(void) {
+  if (mt_on_cpu()) return;
+  mixp_session_options o;
+  mixp_session_options_init(&o);
+  o.device = mt_device();
+  mixp_session *s = NULL;
+  if (mixp_session_create(&o, &s) == MIXP_ERR_DEVICE) {
+    printf("SKIPPED: device %s is unavailable: %s\n", o.device, mixp_last_error());
+    fflush(stdout);
+    exit(77);
+  }
+  mixp_session_destroy(s);
+}
+
 static inline mixp_session *mt_session(void) {
   mixp_session_options o;
   mixp_session_options_init(&o);
   o.seed = 1234;
   o.num_threads = 2;
-  const char *dev = getenv("MIXP_TEST_DEVICE");
-  if (dev && *dev) o.device = dev;
+  o.device = mt_device();
   mixp_session *s = NULL;
   MT_OK(mixp_session_create(&o, &s));
   return s;

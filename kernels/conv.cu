@@ -1,0 +1,231 @@
+// 2-D convolution through cuDNN (the legacy descriptor API, still shipped in
+// cuDNN 9): forward (+bias), backward data and backward weights, NCHW and
+// NHWC activations with [C_out, C_in/groups, kh, kw] weights. F16/BF16
+// accumulate in fp32 on Tensor Cores; F32 uses plain FMA math (no TF32, so
+// results track the CPU's); F64 in fp64. Among the algorithms the heuristic
+// offers, the first deterministic one that fits is taken, and the choice is
+// cached per geometry, dtype and direction.
+#include <cstdint>
+
+#include "common.cuh"
+#include "libs.hpp"
+
+namespace mixp::cuda {
+namespace {
+
+enum class Dir { Fwd = 0, BwdData = 1, BwdFilter = 2 };
+
+// Workspaces above this are passed over for a leaner algorithm.
+constexpr size_t kMaxConvWorkspace = size_t(1) << 30;
+
+cudnnDataType_t dnn_type(DType t) {
+  switch (t) {
+    case MIXP_F16: return CUDNN_DATA_HALF;
+    case MIXP_BF16: return CUDNN_DATA_BFLOAT16;
+    case MIXP_F32: return CUDNN_DATA_FLOAT;
+    case MIXP_F64: return CUDNN_DATA_DOUBLE;
+    default: fail(MIXP_ERR_INTERNAL, "cuda conv2d: dtype ", dtype_name(t), " is not a float type");
+  }
+}
+
+int as_int(int64_t v, const char *what) {
+  if (v < 0 || v > INT32_MAX) fail(MIXP_ERR_UNSUPPORTED, "cuda conv2d: ", what, " = ", v, " exceeds cuDNN's int range");
+  return int(v);
+}
+
+// The descriptors of one convolution, destroyed on scope exit.
+struct Descs {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnDataType_t dt{};
+
+  Descs(const Conv2dGeom &g, DType dtype) {
+    dt = dnn_type(dtype);
+    MIXP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
+    MIXP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
+    MIXP_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
+    MIXP_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+    set_act(x, g.n, g.c_in, g.h, g.w, g.nhwc);
+    set_act(y, g.n, g.c_out, g.oh, g.ow, g.nhwc);
+    MIXP_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, dt, CUDNN_TENSOR_NCHW, as_int(g.c_out, "c_out"),
+                                                as_int(g.c_in / g.groups, "c_in/groups"),
+                                                as_int(g.kh, "kh"), as_int(g.kw, "kw")));
+    const cudnnDataType_t compute = dtype == MIXP_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    MIXP_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
+        conv, as_int(g.pad_h, "pad_h"), as_int(g.pad_w, "pad_w"), as_int(g.stride_h, "stride_h"),
+        as_int(g.stride_w, "stride_w"), as_int(g.dil_h, "dilation_h"),
+        as_int(g.dil_w, "dilation_w"), CUDNN_CROSS_CORRELATION, compute));
+    MIXP_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, as_int(g.groups, "groups")));
+    MIXP_CUDNN_CHECK(cudnnSetConvolutionMathType(
+        conv, is_half(dtype) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+  }
+  void set_act(cudnnTensorDescriptor_t d, int64_t n, int64_t c, int64_t h, int64_t w_, bool nhwc) {
+    const int N = as_int(n, "n"), C = as_int(c, "channels"), H = as_int(h, "height"),
+              W = as_int(w_, "width");
+    if (nhwc)
+      MIXP_CUDNN_CHECK(cudnnSetTensor4dDescriptorEx(d, dt, N, C, H, W, H * W * C, 1, W * C, C));
+    else
+      MIXP_CUDNN_CHECK(cudnnSetTensor4dDescriptorEx(d, dt, N, C, H, W, C * H * W, H * W, W, 1));
+  }
+  ~Descs() {
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (x) cudnnDestroyTensorDescriptor(x);
+  }
+  Descs(const Descs &) = delete;
+  Descs &operator=(const Descs &) = delete;
+};
+
+cudnnHandle_t dnn(CudaBackend &be) {
+  CudaBackend::Libs &L = be.libs();
+  if (!L.dnn) {
+    MIXP_CUDNN_CHECK(cudnnCreate(&L.dnn));
+    MIXP_CUDNN_CHECK(cudnnSetStream(L.dnn, be.stream()));
+  }
+  return L.dnn;
+}
+
+ConvKey key_of(const Conv2dGeom &g, DType dt, Dir dir) {
+  ConvKey k;
+  k.v = {g.n, g.c_in, g.h, g.w, g.c_out, g.kh, g.kw, g.oh, g.ow, g.stride_h, g.stride_w, g.pad_h,
+         g.pad_w, g.dil_h, g.dil_w, g.groups, int64_t(g.nhwc), int64_t(dt), int64_t(dir), 0};
+  return k;
+}
+
+// Picks from the heuristic's ranked list the first algorithm that works, is
+// deterministic (bitwise-reproducible results) and needs a sane workspace.
+template <class Perf>
+int pick(const Perf *perf, int count, const char *dir) {
+  for (int i = 0; i < count; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
+        perf[i].memory <= kMaxConvWorkspace)
+      return int(perf[i].algo);
+  fail(MIXP_ERR_UNSUPPORTED, "cuda conv2d: cuDNN offers no deterministic ", dir,
+       " algorithm for this geometry and dtype");
+}
+
+int algo_for(CudaBackend &be, const Conv2dGeom &g, DType dt, Dir dir, const Descs &d) {
+  auto &cache = be.libs().conv_algos;
+  const ConvKey key = key_of(g, dt, dir);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  cudnnHandle_t h = dnn(be);
+  int algo = 0, count = 0;
+  switch (dir) {
+    case Dir::Fwd: {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      MIXP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+          h, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
+      algo = pick(perf, count, "forward");
+      break;
+    }
+    case Dir::BwdData: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      MIXP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+          h, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
+      algo = pick(perf, count, "backward-data");
+      break;
+    }
+    case Dir::BwdFilter: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      MIXP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+          h, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
+      algo = pick(perf, count, "backward-filter");
+      break;
+    }
+  }
+  cache.emplace(key, algo);
+  return algo;
+}
+
+// cuDNN's scaling factors: double for F64 data, float otherwise.
+struct Scales {
+  float f1 = 1.0f, f0 = 0.0f;
+  double d1 = 1.0, d0 = 0.0;
+  bool dbl;
+  explicit Scales(DType t) : dbl(t == MIXP_F64) {}
+  const void *one() const { return dbl ? static_cast<const void *>(&d1) : &f1; }
+  const void *zero() const { return dbl ? static_cast<const void *>(&d0) : &f0; }
+};
+
+template <class T>
+__global__ void add_channel_bias(T *y, const T *bias, int64_t total, int64_t c, int64_t inner,
+                                 bool nhwc) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t ch = nhwc ? i % c : (i / inner) % c;
+    y[i] = st<T>(ld(y[i]) + ld(bias[ch]));
+  }
+}
+
+}  // namespace
+
+void CudaBackend::conv2d(const Conv2dGeom &g, const View &x, const View &w, const View *bias,
+                         const View &y) {
+  if (g.n == 0 || g.c_out == 0 || g.oh == 0 || g.ow == 0) return;
+  if (g.c_in == 0 || g.kh == 0 || g.kw == 0) {  // empty sum: only the bias
+    fill(y, 0.0);
+  } else {
+    Descs d(g, x.dtype);
+    const int algo = algo_for(*this, g, x.dtype, Dir::Fwd, d);
+    size_t ws = 0;
+    MIXP_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
+        dnn(*this), d.x, d.w, d.conv, d.y, cudnnConvolutionFwdAlgo_t(algo), &ws));
+    Scratch scratch(ws, stream());
+    Scales s(x.dtype);
+    MIXP_CUDNN_CHECK(cudnnConvolutionForward(dnn(*this), s.one(), d.x, x.data, d.w, w.data,
+                                             d.conv, cudnnConvolutionFwdAlgo_t(algo), scratch.p,
+                                             ws, s.zero(), d.y, y.data));
+  }
+  if (bias) {
+    dispatch_float_dt(y.dtype, "conv2d bias", [&](auto tag) {
+      using T = decltype(tag);
+      const int64_t total = g.n * g.c_out * g.oh * g.ow;
+      add_channel_bias<T><<<grid_for(total), kThreads, 0, stream()>>>(
+          static_cast<T *>(y.data), static_cast<const T *>(bias->data), total, g.c_out,
+          g.oh * g.ow, g.nhwc);
+      MIXP_CUDA_LAUNCHED();
+    });
+  }
+}
+
+void CudaBackend::conv2d_backward_data(const Conv2dGeom &g, const View &gy, const View &w,
+                                       const View &gx) {
+  if (g.n == 0 || g.c_in == 0 || g.h == 0 || g.w == 0) return;
+  if (g.c_out == 0 || g.oh == 0 || g.ow == 0 || g.kh == 0 || g.kw == 0) {
+    fill(gx, 0.0);
+    return;
+  }
+  Descs d(g, gy.dtype);
+  const int algo = algo_for(*this, g, gy.dtype, Dir::BwdData, d);
+  size_t ws = 0;
+  MIXP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+      dnn(*this), d.w, d.y, d.conv, d.x, cudnnConvolutionBwdDataAlgo_t(algo), &ws));
+  Scratch scratch(ws, stream());
+  Scales s(gy.dtype);
+  MIXP_CUDNN_CHECK(cudnnConvolutionBackwardData(dnn(*this), s.one(), d.w, w.data, d.y, gy.data,
+                                                d.conv, cudnnConvolutionBwdDataAlgo_t(algo),
+                                                scratch.p, ws, s.zero(), d.x, gx.data));
+}
+
+void CudaBackend::conv2d_backward_weights(const Conv2dGeom &g, const View &x, const View &gy,
+                                          const View &gw) {
+  if (g.c_out == 0 || g.c_in == 0 || g.kh == 0 || g.kw == 0) return;
+  if (g.n == 0 || g.oh == 0 || g.ow == 0 || g.h == 0 || g.w == 0) {
+    fill(gw, 0.0);
+    return;
+  }
+  Descs d(g, x.dtype);
+  const int algo = algo_for(*this, g, x.dtype, Dir::BwdFilter, d);
+  size_t ws = 0;
+  MIXP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+      dnn(*this), d.x, d.y, d.conv, d.w, cudnnConvolutionBwdFilterAlgo_t(algo), &ws));
+  Scratch scratch(ws, stream());
+  Scales s(x.dtype);
+  MIXP_CUDNN_CHECK(cudnnConvolutionBackwardFilter(dnn(*this), s.one(), d.x, x.data, d.y, gy.data,
+                                                  d.conv, cudnnConvolutionBwdFilterAlgo_t(algo),
+                                                  scratch.p, ws, s.zero(), d.w, gw.data));
+}
+
+}  // namespace mixp::cuda

@@ -1,0 +1,147 @@
+// The CUDA implementation of mixp::Backend (src/backend/backend.hpp), built
+// into libmixp_cuda.so and loaded by libmixp.so with dlopen (see
+// kernels/plugin.cpp and src/backend/loader.cpp). Every method enqueues work
+// on the session's one stream and returns without waiting, except the ones
+// whose contract hands a value to the host (copy_to_host, count_nonfinite),
+// which synchronise and count that synchronisation in `host_syncs` so tests
+// can prove that a GradScaler training step needs none.
+//
+// Where each method lives (one concept per file):
+//   runtime.cu      construction, stream, memory pool, copies, synchronize
+//   gemm.cu         gemm (cuBLASLt, algorithm cache, epilogues)
+//   elementwise.cu  copy, fill, unary, unary_backward, binary
+//   reduce.cu       sum_rows, sum_cols, max_dim, count_nonfinite
+//   softmax.cu      softmax, softmax_backward, cross_entropy(+backward)
+//   random.cu       rand_uniform, rand_normal, dropout_mask (CPU's Philox)
+//   amp.cu          non_finite_check_and_unscale, update_scale, grad_norm_sq,
+//                   clip_coefficient, scale_grads (multi-tensor apply)
+//   optim.cu        sgd_step, adam_step (fused SGD / Adam(W), optimizer_kernels.hpp)
+//   conv.cu         conv2d (+backward) through cuDNN
+//   pool.cu norm.cu embedding.cu
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <cuda_runtime.h>
+
+#include "backend/backend.hpp"
+
+namespace mixp::cuda {
+
+// Throws mixp's error (MIXP_ERR_DEVICE, or MIXP_ERR_OUT_OF_MEMORY for
+// cudaErrorMemoryAllocation) naming the failed call, file and line.
+[[noreturn]] void fail_cuda(cudaError_t err, const char *what, const char *file, int line);
+#define MIXP_CUDA_CHECK(call)                                                        \
+  do {                                                                               \
+    cudaError_t mixp_err_ = (call);                                                  \
+    if (mixp_err_ != cudaSuccess) ::mixp::cuda::fail_cuda(mixp_err_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device_index);
+  ~CudaBackend() override;
+  const char *name() const noexcept override { return "cuda"; }
+
+  int device() const noexcept { return device_; }
+  cudaStream_t stream() const noexcept { return stream_; }
+  // Device->host synchronisations performed so far (copy_to_host,
+  // synchronize, count_nonfinite, ...).
+  uint64_t host_syncs() const noexcept override { return host_syncs_; }
+  void note_host_sync() noexcept { ++host_syncs_; }
+
+  void *allocate(size_t nbytes) override;
+  void deallocate(void *p, size_t nbytes) noexcept override;
+  void copy_from_host(void *dst, const void *src, size_t nbytes) override;
+  void copy_to_host(void *dst, const void *src, size_t nbytes) override;
+  void synchronize() override;
+  // One line: device name, sm, memory, driver/runtime/library versions.
+  const std::string &description() const noexcept;
+
+  void copy(const View &src, const View &dst) override;
+  void fill(const View &dst, double value) override;
+  void unary(UnaryOp op, const View &x, const View &y, double s) override;
+  void unary_backward(UnaryOp op, const View &x, const View &y, const View &gy, const View &gx,
+                      double s) override;
+  void binary(BinaryOp op, const View &a, const View &b, const View &out) override;
+
+  void sum_rows(const View &x, int64_t rows, int64_t cols, const View &out, double scale) override;
+  void sum_cols(const View &x, int64_t rows, int64_t cols, const View &out, double scale) override;
+  void max_dim(const View &x, int64_t outer, int64_t n, int64_t inner, const View *values,
+               const View &indices) override;
+  void softmax(const View &x, int64_t outer, int64_t n, int64_t inner, bool log,
+               const View &y) override;
+  void softmax_backward(const View &y, const View &gy, int64_t outer, int64_t n, int64_t inner,
+                        bool log, const View &gx) override;
+  void cross_entropy(const View &logits, const View &target, int64_t n, int64_t c,
+                     int64_t ignore_index, const View &losses) override;
+  void cross_entropy_backward(const View &logits, const View &target, int64_t n, int64_t c,
+                              int64_t ignore_index, const View &row_scale,
+                              const View &glogits) override;
+
+  void rand_uniform(const View &out, uint64_t seed, uint64_t offset) override;
+  void rand_normal(const View &out, uint64_t seed, uint64_t offset) override;
+  void dropout_mask(const View &mask, double p, uint64_t seed, uint64_t offset) override;
+
+  void count_nonfinite(const View &x, int64_t *nan_count, int64_t *inf_count) override;
+
+  void gemm(const GemmArgs &args) override;
+
+  void non_finite_check_and_unscale(const View *grads, int n, const View &found_inf,
+                                    const View &inv_scale) override;
+  void update_scale(const ScaleUpdate &u) override;
+  void grad_norm_sq(const View *grads, int n, const View &out) override;
+  void clip_coefficient(const View &norm_sq, double max_norm, const View &total_norm,
+                        const View &coef, const View &found_inf) override;
+  void scale_grads(const View *grads, int n, const View &coef) override;
+
+  // optim.cu
+  void sgd_step(const optim::ParamArgs &p, void *momentum_buf, const optim::SgdArgs &args,
+                const float *found_inf) override;
+  void adam_step(const optim::ParamArgs &p, void *exp_avg, void *exp_avg_sq,
+                 const optim::AdamArgs &args, const float *found_inf) override;
+
+  void conv2d(const Conv2dGeom &g, const View &x, const View &w, const View *bias,
+              const View &y) override;
+  void conv2d_backward_data(const Conv2dGeom &g, const View &gy, const View &w,
+                            const View &gx) override;
+  void conv2d_backward_weights(const Conv2dGeom &g, const View &x, const View &gy,
+                               const View &gw) override;
+  void pool2d(const Pool2dGeom &g, const View &x, const View &y, const View *indices) override;
+  void pool2d_backward(const Pool2dGeom &g, const View &gy, const View *indices,
+                       const View &gx) override;
+
+  void batch_norm_stats(const View &x, int64_t outer, int64_t c, int64_t inner, double eps,
+                        const View &mean, const View &var, const View &invstd) override;
+  void batch_norm_forward(const View &x, int64_t outer, int64_t c, int64_t inner,
+                          const View &mean, const View &invstd, const View *weight,
+                          const View *bias, const View &y) override;
+  void batch_norm_backward(const View &x, const View &gy, int64_t outer, int64_t c, int64_t inner,
+                           const View &mean, const View &invstd, const View *weight,
+                           bool batch_stats, const View *gx, const View *gw,
+                           const View *gb) override;
+  void group_norm_forward(const GroupNormGeom &g, const View &x, const View *weight,
+                          const View *bias, double eps, const View &y, const View &mean,
+                          const View &rstd) override;
+  void group_norm_backward(const GroupNormGeom &g, const View &x, const View &gy,
+                           const View &mean, const View &rstd, const View *weight,
+                           const View *gx, const View *gw, const View *gb) override;
+  void embedding(const View &weight, const View &indices, const View &out) override;
+  void embedding_backward(const View &gy, const View &indices, int64_t padding_idx,
+                          const View &gw) override;
+
+  // Library handles and scratch owned by runtime.cu / gemm.cu / conv.cu
+  // (defined in kernels/libs.hpp).
+  struct Libs;
+  Libs &libs() noexcept { return *libs_; }
+
+ private:
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  uint64_t host_syncs_ = 0;
+  std::unique_ptr<Libs> libs_;
+};
+
+}  // namespace mixp::cuda

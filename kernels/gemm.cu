@@ -1,0 +1,242 @@
+// Matrix products on Tensor Cores through cuBLASLt: F16/BF16 with fp32
+// accumulation, F32 in fp32 (TF32 when the session allows it), F64 in fp64.
+// Row-major mixp operands are handed to column-major cuBLASLt as the
+// transposed product: C^T (n x m) = B^T (n x k) * A^T (k x m), so no data
+// moves. The algorithm is chosen once per (shape, dtype, layout, epilogue,
+// alignment) by the heuristic and cached in Libs::gemm_plans.
+#include <cstdint>
+
+#include "common.cuh"
+#include "libs.hpp"
+
+namespace mixp::cuda {
+namespace {
+
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case MIXP_F16: return CUDA_R_16F;
+    case MIXP_BF16: return CUDA_R_16BF;
+    case MIXP_F32: return CUDA_R_32F;
+    case MIXP_F64: return CUDA_R_64F;
+    default: fail(MIXP_ERR_INTERNAL, "cuda gemm: dtype ", dtype_name(t), " is not a float type");
+  }
+}
+
+// The largest power of two up to 16 dividing the address: cuBLASLt's
+// vectorised kernels need it, so it is part of the plan's key.
+int64_t alignment(const void *p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  int64_t al = 16;
+  while (al > 1 && (a % uintptr_t(al)) != 0) al >>= 1;
+  return al;
+}
+
+// One column-major operand as cuBLASLt sees it.
+struct Operand {
+  cublasOperation_t op = CUBLAS_OP_N;
+  int64_t rows = 0, cols = 0, ld = 0;  // of the stored matrix
+};
+
+// A row-major matrix `r x c` with row stride rs and column stride cs (one of
+// them 1) is, column-major, the `c x r` matrix (ld rs) when cs == 1, or the
+// transpose of the stored `r x c` matrix (ld cs) when rs == 1.
+Operand as_column_major(int64_t r, int64_t c, int64_t rs, int64_t cs) {
+  Operand o;
+  if (cs == 1) {
+    o.op = CUBLAS_OP_N;
+    o.rows = c;
+    o.cols = r;
+    o.ld = rs;
+  } else {
+    o.op = CUBLAS_OP_T;
+    o.rows = r;
+    o.cols = c;
+    o.ld = cs;
+  }
+  // A single stored column may carry any stride; cuBLASLt wants ld >= rows.
+  if (o.cols <= 1 && o.ld < o.rows) o.ld = o.rows;
+  if (o.ld < 1) o.ld = 1;
+  if (o.ld < o.rows)
+    fail(MIXP_ERR_INTERNAL, "cuda gemm: a ", r, "x", c, " operand with strides (", rs, ", ", cs,
+         ") overlaps itself; ops must pass addressable matrices");
+  return o;
+}
+
+// C[b, i, j] = beta * C[b, i, j] + bias[j] (bias may be null): the k == 0
+// product, and the bias where no fused epilogue exists.
+template <class T>
+__global__ void beta_bias_kernel(T *c, int64_t batch, int64_t m, int64_t n, int64_t c_rs,
+                                 int64_t c_batch, double beta, bool scale, const T *bias) {
+  const int64_t total = batch * m * n;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t j = i % n, r = (i / n) % m, b = i / (n * m);
+    T *p = c + b * c_batch + r * c_rs + j;
+    acc_t<T> v = scale ? acc_t<T>(beta) * ld(*p) : acc_t<T>(0);
+    if (bias) v += ld(bias[j]);
+    *p = st<T>(v);
+  }
+}
+
+// scale: C is multiplied by `factor` (else overwritten, as beta == 0 means).
+void beta_bias(CudaBackend &be, const GemmArgs &g, bool scale, double factor) {
+  dispatch_float_dt(g.dtype, "gemm", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t total = g.batch * g.m * g.n;
+    beta_bias_kernel<T><<<grid_for(total), kThreads, 0, be.stream()>>>(
+        static_cast<T *>(g.c), g.batch, g.m, g.n, g.c_rs, g.c_batch, factor, scale,
+        static_cast<const T *>(g.bias));
+    MIXP_CUDA_LAUNCHED();
+  });
+}
+
+void destroy_plan(GemmPlan &p) noexcept {
+  if (p.a) cublasLtMatrixLayoutDestroy(p.a);
+  if (p.b) cublasLtMatrixLayoutDestroy(p.b);
+  if (p.c) cublasLtMatrixLayoutDestroy(p.c);
+  if (p.op) cublasLtMatmulDescDestroy(p.op);
+  p = GemmPlan{};
+}
+
+cublasLtMatrixLayout_t make_layout(cudaDataType_t t, const Operand &o, int64_t batch,
+                                   int64_t batch_stride) {
+  cublasLtMatrixLayout_t l = nullptr;
+  MIXP_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, t, uint64_t(o.rows), uint64_t(o.cols), o.ld));
+  if (batch > 1) {
+    int32_t count = int32_t(batch);
+    MIXP_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                       &count, sizeof count));
+    MIXP_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+        l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &batch_stride, sizeof batch_stride));
+  }
+  return l;
+}
+
+}  // namespace
+
+void destroy_gemm_plans(CudaBackend::Libs &libs) noexcept {
+  for (auto &kv : libs.gemm_plans) destroy_plan(kv.second);
+  libs.gemm_plans.clear();
+}
+
+void CudaBackend::gemm(const GemmArgs &g) {
+  if (g.batch <= 0 || g.m <= 0 || g.n <= 0) return;
+  if (g.k <= 0) {  // empty sum: C = beta * C (+ bias)
+    beta_bias(*this, g, g.beta != 0.0f, double(g.beta));
+    return;
+  }
+  Libs &L = libs();
+  const cudaDataType_t dt = cuda_type(g.dtype);
+  const bool f64 = g.dtype == MIXP_F64;
+  const bool tf32 = g.dtype == MIXP_F32 && g.allow_tf32;
+  const cublasComputeType_t compute =
+      f64 ? CUBLAS_COMPUTE_64F : (tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
+  const cudaDataType_t scale_t = f64 ? CUDA_R_64F : CUDA_R_32F;
+
+  // cuBLASLt's A is our B and its B our A (see the top of the file).
+  const Operand la = as_column_major(g.k, g.n, g.b_rs, g.b_cs);
+  const Operand lb = as_column_major(g.m, g.k, g.a_rs, g.a_cs);
+  Operand lc;
+  lc.rows = g.n;
+  lc.cols = g.m;
+  lc.ld = g.c_rs < g.n ? g.n : g.c_rs;
+  if (g.m > 1 && g.c_rs < g.n)
+    fail(MIXP_ERR_INTERNAL, "cuda gemm: C row stride ", g.c_rs, " < n = ", g.n);
+  const bool bias = g.bias != nullptr;
+
+  GemmKey key;
+  key.v = {int64_t(g.dtype) | int64_t(tf32) << 8 | int64_t(la.op) << 9 | int64_t(lb.op) << 11 |
+               int64_t(bias) << 13,
+           g.batch, g.m, g.n, g.k, la.ld, lb.ld, lc.ld,
+           g.batch > 1 ? g.b_batch : 0, g.batch > 1 ? g.a_batch : 0, g.batch > 1 ? g.c_batch : 0,
+           alignment(g.a) | alignment(g.b) << 8 | alignment(g.c) << 16 |
+               (bias ? alignment(g.bias) : 0) << 24,
+           0, 0, 0, 0};
+  auto it = L.gemm_plans.find(key);
+  if (it == L.gemm_plans.end()) {
+    GemmPlan p;
+    try {
+      MIXP_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, compute, scale_t));
+      MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &la.op,
+                                                       sizeof la.op));
+      MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &lb.op,
+                                                       sizeof lb.op));
+      if (bias) {
+        // The bias has one entry per row of the column-major D, i.e. per
+        // column j of mixp's C, shared by every batch.
+        cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_BIAS;
+        MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                         &ep, sizeof ep));
+        cudaDataType_t bt = dt;
+        MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+            p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+        int64_t bias_stride = 0;
+        MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+            p.op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &bias_stride, sizeof bias_stride));
+      }
+      p.a = make_layout(dt, la, g.batch, g.b_batch);
+      p.b = make_layout(dt, lb, g.batch, g.a_batch);
+      p.c = make_layout(dt, lc, g.batch, g.c_batch);
+
+      cublasLtMatmulPreference_t pref = nullptr;
+      MIXP_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+      uint64_t ws = L.workspace_bytes;
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                           sizeof ws);
+      const uint32_t al_a = uint32_t(alignment(g.b)), al_b = uint32_t(alignment(g.a)),
+                     al_c = uint32_t(alignment(g.c));
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                           &al_a, sizeof al_a);
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                           &al_b, sizeof al_b);
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                           &al_c, sizeof al_c);
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                           &al_c, sizeof al_c);
+      cublasLtMatmulHeuristicResult_t result{};
+      int found = 0;
+      cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(L.lt, p.op, p.a, p.b, p.c, p.c, pref, 1,
+                                                         &result, &found);
+      cublasLtMatmulPreferenceDestroy(pref);
+      if (hs == CUBLAS_STATUS_SUCCESS && found > 0) {
+        p.algo = result.algo;
+        p.workspace = result.workspaceSize;
+      } else {
+        // No cuBLASLt kernel for this combination (e.g. a fused bias on
+        // F64): the plan stays without descriptors and the call falls back.
+        destroy_plan(p);
+      }
+    } catch (const Error &e) {
+      // A combination cuBLASLt refuses to describe (e.g. a fused bias on
+      // F64) falls back like one without an algorithm; only running out of
+      // memory is an error here.
+      destroy_plan(p);
+      if (e.status() == MIXP_ERR_OUT_OF_MEMORY) throw;
+    }
+    it = L.gemm_plans.emplace(key, p).first;
+  }
+  const GemmPlan &p = it->second;
+  const double alpha_d = g.alpha, beta_d = g.beta;
+  const float alpha_f = g.alpha, beta_f = g.beta;
+  const void *alpha = f64 ? static_cast<const void *>(&alpha_d) : &alpha_f;
+  const void *beta = f64 ? static_cast<const void *>(&beta_d) : &beta_f;
+
+  if (p.op) {
+    if (bias)
+      MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                       &g.bias, sizeof g.bias));
+    MIXP_CUBLAS_CHECK(cublasLtMatmul(L.lt, p.op, alpha, g.b, p.a, g.a, p.b, beta, g.c, p.c, g.c,
+                                     p.c, &p.algo, L.workspace, p.workspace, stream()));
+    return;
+  }
+  // Fallback: the classic strided-batched GEMM, then the bias.
+  const cublasGemmAlgo_t algo = CUBLAS_GEMM_DEFAULT;
+  MIXP_CUBLAS_CHECK(cublasSetMathMode(L.blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  MIXP_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      L.blas, la.op, lb.op, int(g.n), int(g.m), int(g.k), alpha, g.b, dt, int(la.ld),
+      g.batch > 1 ? g.b_batch : 0, g.a, dt, int(lb.ld), g.batch > 1 ? g.a_batch : 0, beta, g.c, dt,
+      int(lc.ld), g.batch > 1 ? g.c_batch : 0, int(g.batch), compute, algo));
+  if (bias) beta_bias(*this, g, true, 1.0);
+}
+
+}  // namespace mixp::cuda

@@ -1,0 +1,105 @@
+// CudaBackend::Libs: the library handles, the memory pool and the scratch a
+// CUDA session owns (created in runtime.cu, used by gemm.cu and conv.cu).
+#pragma once
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "cuda_backend.hpp"
+
+namespace mixp::cuda {
+
+// Throws MIXP_ERR_DEVICE naming a failed cuBLAS(Lt) / cuDNN call.
+[[noreturn]] void fail_cublas(cublasStatus_t st, const char *what, const char *file, int line);
+[[noreturn]] void fail_cudnn(cudnnStatus_t st, const char *what, const char *file, int line);
+#define MIXP_CUBLAS_CHECK(call)                                                          \
+  do {                                                                                   \
+    cublasStatus_t mixp_st_ = (call);                                                    \
+    if (mixp_st_ != CUBLAS_STATUS_SUCCESS)                                               \
+      ::mixp::cuda::fail_cublas(mixp_st_, #call, __FILE__, __LINE__);                    \
+  } while (0)
+#define MIXP_CUDNN_CHECK(call)                                                           \
+  do {                                                                                   \
+    cudnnStatus_t mixp_st_ = (call);                                                     \
+    if (mixp_st_ != CUDNN_STATUS_SUCCESS)                                                \
+      ::mixp::cuda::fail_cudnn(mixp_st_, #call, __FILE__, __LINE__);                     \
+  } while (0)
+
+// One cached cuBLASLt plan: everything that depends only on the problem's
+// shape, dtypes, layouts, epilogue and pointer alignments (the key), so the
+// heuristic query runs once per distinct GEMM.
+struct GemmKey {
+  std::array<int64_t, 16> v{};
+  bool operator==(const GemmKey &o) const noexcept { return v == o.v; }
+};
+struct GemmKeyHash {
+  size_t operator()(const GemmKey &k) const noexcept {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the words
+    for (int64_t x : k.v) {
+      h ^= uint64_t(x);
+      h *= 1099511628211ull;
+    }
+    return size_t(h);
+  }
+};
+struct GemmPlan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;
+};
+
+// cuDNN descriptors are cheap to create; the conv algorithm choice is not, so
+// it is cached per geometry and dtype (conv.cu).
+struct ConvKey {
+  std::array<int64_t, 20> v{};
+  bool operator==(const ConvKey &o) const noexcept { return v == o.v; }
+};
+struct ConvKeyHash {
+  size_t operator()(const ConvKey &k) const noexcept {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t x : k.v) {
+      h ^= uint64_t(x);
+      h *= 1099511628211ull;
+    }
+    return size_t(h);
+  }
+};
+
+struct CudaBackend::Libs {
+  int sm = 0;                      // compute capability, major * 10 + minor
+  std::string description;         // one line: name, sm, memory, versions
+  cudaMemPool_t pool = nullptr;    // this session's stream-ordered pool
+  cublasLtHandle_t lt = nullptr;
+  cublasHandle_t blas = nullptr;
+  cudnnHandle_t dnn = nullptr;     // created on the first convolution
+
+  // cuBLASLt workspace: 32 MiB on sm_90 (what its Hopper kernels want), 4 MiB
+  // elsewhere; plain cudaMalloc, outside the pool and its statistics.
+  void *workspace = nullptr;
+  size_t workspace_bytes = 0;
+  std::unordered_map<GemmKey, GemmPlan, GemmKeyHash> gemm_plans;
+  std::unordered_map<ConvKey, int, ConvKeyHash> conv_algos;  // chosen algorithm per conv
+
+  // Pinned staging for host->device copies (the data loader's batches): a
+  // ring of slots, each reused once the copy that last used it has finished.
+  static constexpr int kStagingSlots = 4;
+  static constexpr size_t kStagingSlotBytes = size_t(4) << 20;
+  void *staging[kStagingSlots] = {};
+  cudaEvent_t staging_done[kStagingSlots] = {};
+  int staging_next = 0;
+
+  ~Libs();  // runtime.cu (gemm plans are destroyed by gemm.cu's helper)
+};
+
+// gemm.cu: frees every cached cuBLASLt plan.
+void destroy_gemm_plans(CudaBackend::Libs &libs) noexcept;
+
+}  // namespace mixp::cuda

@@ -1,0 +1,198 @@
+// The CUDA session runtime: device, stream, library handles, the
+// stream-ordered memory pool and its statistics, host<->device copies.
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include "core/error.hpp"
+#include "cuda_backend.hpp"
+#include "libs.hpp"
+
+namespace mixp::cuda {
+
+namespace {
+const char *file_base(const char *file) {
+  const char *s = std::strrchr(file, '/');
+  return s ? s + 1 : file;
+}
+}  // namespace
+
+void fail_cuda(cudaError_t err, const char *what, const char *file, int line) {
+  const mixp_status st =
+      err == cudaErrorMemoryAllocation ? MIXP_ERR_OUT_OF_MEMORY : MIXP_ERR_DEVICE;
+  // Allocation failures are not sticky: clear it so the session stays usable.
+  if (err == cudaErrorMemoryAllocation) (void)cudaGetLastError();
+  fail(st, "cuda: ", what, " failed: ", cudaGetErrorName(err), " (", cudaGetErrorString(err),
+       ") at ", file_base(file), ":", line);
+}
+
+void fail_cublas(cublasStatus_t st, const char *what, const char *file, int line) {
+  fail(st == CUBLAS_STATUS_ALLOC_FAILED ? MIXP_ERR_OUT_OF_MEMORY : MIXP_ERR_DEVICE, "cuda: ",
+       what, " failed: ", cublasGetStatusName(st), " (", cublasGetStatusString(st), ") at ",
+       file_base(file), ":", line);
+}
+
+void fail_cudnn(cudnnStatus_t st, const char *what, const char *file, int line) {
+  fail(st == CUDNN_STATUS_ALLOC_FAILED ? MIXP_ERR_OUT_OF_MEMORY : MIXP_ERR_DEVICE, "cuda: ",
+       what, " failed: ", cudnnGetErrorString(st), " at ", file_base(file), ":", line);
+}
+
+CudaBackend::Libs::~Libs() {
+  destroy_gemm_plans(*this);
+  for (int i = 0; i < kStagingSlots; ++i) {
+    if (staging_done[i]) cudaEventDestroy(staging_done[i]);
+    if (staging[i]) cudaFreeHost(staging[i]);
+  }
+  if (workspace) cudaFree(workspace);
+  if (dnn) cudnnDestroy(dnn);
+  if (blas) cublasDestroy(blas);
+  if (lt) cublasLtDestroy(lt);
+  if (pool) cudaMemPoolDestroy(pool);
+}
+
+namespace {
+// Everything the constructor creates, in order; split out so that a failure
+// half-way releases what was made (the destructor does not run then).
+void init_runtime(int device, cudaStream_t *stream, CudaBackend::Libs &L);
+}  // namespace
+
+CudaBackend::CudaBackend(int device_index) : device_(device_index), libs_(new Libs) {
+  try {
+    init_runtime(device_, &stream_, *libs_);
+  } catch (...) {
+    libs_.reset();
+    if (stream_) cudaStreamDestroy(stream_);
+    throw;
+  }
+}
+
+namespace {
+void init_runtime(int device, cudaStream_t *stream, CudaBackend::Libs &L) {
+  // The plugin's entry point has already checked the driver and the ordinal.
+  MIXP_CUDA_CHECK(cudaSetDevice(device));
+  cudaDeviceProp prop{};
+  MIXP_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  L.sm = prop.major * 10 + prop.minor;
+  int drv = 0, rt = 0;
+  cudaDriverGetVersion(&drv);
+  cudaRuntimeGetVersion(&rt);
+  char desc[512];
+  std::snprintf(desc, sizeof desc, "%s, sm_%d, %.1f GiB, driver %d.%d, runtime %d.%d, cuBLASLt %zu, cuDNN %zu",
+                prop.name, L.sm, double(prop.totalGlobalMem) / double(1ull << 30), drv / 1000,
+                (drv % 1000) / 10, rt / 1000, (rt % 1000) / 10, cublasLtGetVersion(),
+                cudnnGetVersion());
+  L.description = desc;
+
+  // Non-blocking: never serialised with the legacy default stream that other
+  // code in the process may use.
+  MIXP_CUDA_CHECK(cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking));
+
+  // A pool of our own gives per-session statistics; memory freed to it is
+  // kept for reuse (release threshold = max) instead of returned at every
+  // synchronisation, like PyTorch's caching allocator.
+  cudaMemPoolProps pp{};
+  pp.allocType = cudaMemAllocationTypePinned;
+  pp.handleTypes = cudaMemHandleTypeNone;
+  pp.location.type = cudaMemLocationTypeDevice;
+  pp.location.id = device;
+  MIXP_CUDA_CHECK(cudaMemPoolCreate(&L.pool, &pp));
+  uint64_t keep = std::numeric_limits<uint64_t>::max();
+  MIXP_CUDA_CHECK(cudaMemPoolSetAttribute(L.pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  // Kernels' short-lived scratch (cudaMallocAsync) comes from the device's
+  // default pool: keep that one cached too.
+  cudaMemPool_t def = nullptr;
+  if (cudaDeviceGetDefaultMemPool(&def, device) == cudaSuccess)
+    cudaMemPoolSetAttribute(def, cudaMemPoolAttrReleaseThreshold, &keep);
+
+  MIXP_CUBLAS_CHECK(cublasLtCreate(&L.lt));
+  MIXP_CUBLAS_CHECK(cublasCreate(&L.blas));
+  MIXP_CUBLAS_CHECK(cublasSetStream(L.blas, *stream));
+  L.workspace_bytes = L.sm >= 90 ? (size_t(32) << 20) : (size_t(4) << 20);
+  MIXP_CUDA_CHECK(cudaMalloc(&L.workspace, L.workspace_bytes));
+  MIXP_CUBLAS_CHECK(cublasSetWorkspace(L.blas, L.workspace, L.workspace_bytes));
+}
+}  // namespace
+
+CudaBackend::~CudaBackend() {
+  // Queued frees and kernels must finish before the pool and handles go.
+  if (stream_) cudaStreamSynchronize(stream_);
+  libs_.reset();
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+const std::string &CudaBackend::description() const noexcept { return libs_->description; }
+
+void *CudaBackend::allocate(size_t nbytes) {
+  void *p = nullptr;
+  cudaError_t e = cudaMallocFromPoolAsync(&p, nbytes, libs_->pool, stream_);
+  if (e == cudaErrorMemoryAllocation) {
+    // Memory cached in the pools may be what is missing: wait for the
+    // queued frees, give the cache back to the device and try once more.
+    (void)cudaGetLastError();
+    MIXP_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    note_host_sync();
+    cudaMemPoolTrimTo(libs_->pool, 0);
+    cudaMemPool_t def = nullptr;
+    if (cudaDeviceGetDefaultMemPool(&def, device_) == cudaSuccess) cudaMemPoolTrimTo(def, 0);
+    e = cudaMallocFromPoolAsync(&p, nbytes, libs_->pool, stream_);
+  }
+  if (e == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    fail(MIXP_ERR_OUT_OF_MEMORY, "cuda: out of memory allocating ", nbytes, " bytes on cuda:",
+         device_, " (", free_b >> 20, " MiB free of ", total_b >> 20, " MiB)");
+  }
+  if (e != cudaSuccess) fail_cuda(e, "cudaMallocFromPoolAsync", __FILE__, __LINE__);
+  return p;
+}
+
+void CudaBackend::deallocate(void *p, size_t) noexcept {
+  if (p) cudaFreeAsync(p, stream_);
+}
+
+void CudaBackend::copy_from_host(void *dst, const void *src, size_t nbytes) {
+  if (nbytes == 0) return;
+  Libs &L = *libs_;
+  if (nbytes > Libs::kStagingSlotBytes) {
+    // Large uploads: the driver stages pageable memory itself and returns
+    // once `src` may be reused.
+    MIXP_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, stream_));
+    return;
+  }
+  // Small and medium uploads (batches, scalars) go through a pinned slot so
+  // the copy is a true DMA queued behind the work before it; the slot is
+  // reused once its previous copy is done, which only waits when more than
+  // kStagingSlots uploads are in flight.
+  const int i = L.staging_next;
+  L.staging_next = (i + 1) % Libs::kStagingSlots;
+  if (!L.staging[i]) {
+    MIXP_CUDA_CHECK(cudaMallocHost(&L.staging[i], Libs::kStagingSlotBytes));
+    MIXP_CUDA_CHECK(cudaEventCreateWithFlags(&L.staging_done[i], cudaEventDisableTiming));
+  } else {
+    cudaError_t q = cudaEventQuery(L.staging_done[i]);
+    if (q == cudaErrorNotReady) {
+      MIXP_CUDA_CHECK(cudaEventSynchronize(L.staging_done[i]));
+      note_host_sync();
+    } else if (q != cudaSuccess) {
+      fail_cuda(q, "cudaEventQuery(staging)", __FILE__, __LINE__);
+    }
+  }
+  std::memcpy(L.staging[i], src, nbytes);
+  MIXP_CUDA_CHECK(cudaMemcpyAsync(dst, L.staging[i], nbytes, cudaMemcpyHostToDevice, stream_));
+  MIXP_CUDA_CHECK(cudaEventRecord(L.staging_done[i], stream_));
+}
+
+void CudaBackend::copy_to_host(void *dst, const void *src, size_t nbytes) {
+  if (nbytes == 0) return;
+  MIXP_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, stream_));
+  MIXP_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  note_host_sync();
+}
+
+void CudaBackend::synchronize() {
+  MIXP_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  note_host_sync();
+}
+
+}  // namespace mixp::cuda

@@ -1,0 +1,18 @@
+# Fails when libmixp.so has a NEEDED entry from CUDA (runtime, cuBLAS,
+# cuDNN, the driver): the CUDA backend must only ever be dlopen'ed.
+find_program(READELF readelf REQUIRED)
+execute_process(COMMAND ${READELF} -d ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "readelf -d failed on ${LIB}")
+endif()
+string(REGEX MATCHALL "\\(NEEDED\\)[^\n]*\\[[^]]*\\]" needed "${out}")
+list(LENGTH needed n)
+if(n EQUAL 0)
+  message(FATAL_ERROR "no NEEDED entries parsed from readelf -d ${LIB}: output format changed?")
+endif()
+foreach(entry ${needed})
+  if(entry MATCHES "cuda|cublas|cudnn|nvrtc|nvidia|libcu[a-z]*\\.so")
+    message(FATAL_ERROR "libmixp.so links a CUDA library: ${entry}")
+  endif()
+endforeach()
+message(STATUS "${n} NEEDED entries, none from CUDA: ${needed}")

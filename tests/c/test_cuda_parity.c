@@ -1,0 +1,489 @@
+/* CPU-vs-CUDA parity of the library-backed ops (cuBLASLt GEMMs: matmul,
+ * transposed operands, bmm, linear with its fused bias; cuDNN convolutions:
+ * NCHW, NHWC, depthwise), forward and backward through autograd; 50-step MLP
+ * training runs (fp32 AdamW, and f16 autocast + GradScaler + clipping) that
+ * must produce the same losses step by step; a model's GradScaler step that
+ * never waits on the device; out-of-memory as a recoverable error. The
+ * element-wise, reduction, norm, pooling and random kernels have their own
+ * parity suite (test_cuda_parity_ops.c). Without a CUDA device the suite
+ * exits with 77 (CTest: skipped).
+ *
+ * Tolerances (|gpu - cpu| <= atol + rtol * |cpu|), chosen from each format's
+ * unit roundoff u and the fact that the two devices sum in different orders
+ * (cuBLASLt/cuDNN tiles vs oneDNN/OpenMP blocks) before one final rounding:
+ *   F64   atol 1e-12, rtol 1e-10
+ *   F32   atol 1e-5,  rtol 1e-4   (~800 u; fp32 products, TF32 off)
+ *   F16   atol 2e-3,  rtol 4e-3   (~8 u = 4 ulps, u = 2^-11)
+ *   BF16  atol 1.6e-2, rtol 3.2e-2 (~8 u = 4 ulps, u = 2^-8)
+ * The training losses: F32 rtol 1e-4 per step, F16 autocast + GradScaler rtol
+ * 2e-2 (the half rounding of activations drifts over 50 steps). */
+#include "test_util.h"
+
+static mixp_session *g_cpu, *g_gpu;
+
+typedef struct tol {
+  double atol, rtol;
+} tol;
+
+static tol tol_of(mixp_dtype dt) {
+  switch (dt) {
+    case MIXP_F64: return (tol){1e-12, 1e-10};
+    case MIXP_F16: return (tol){2e-3, 4e-3};
+    case MIXP_BF16: return (tol){1.6e-2, 3.2e-2};
+    default: return (tol){1e-5, 1e-4};
+  }
+}
+
+static mixp_session *open_dev(const char *dev) {
+  mixp_session_options o;
+  mixp_session_options_init(&o);
+  o.device = dev;
+  o.seed = 1234;
+  o.num_threads = 2;
+  mixp_session *s = NULL;
+  if (mixp_session_create(&o, &s) != MIXP_OK) return NULL;
+  return s;
+}
+
+/* Compares two tensors (any float/int dtype) elementwise as doubles. */
+static void expect_same(const char *what, const mixp_tensor *c, const mixp_tensor *g, tol t) {
+  assert_int_equal(mixp_tensor_dtype(c), mixp_tensor_dtype(g));
+  int64_t n = mixp_tensor_numel(c);
+  assert_int_equal(n, mixp_tensor_numel(g));
+  double *vc = mt_values(c), *vg = mt_values(g);
+  for (int64_t i = 0; i < n; ++i) {
+    double d = fabs(vc[i] - vg[i]);
+    if (!(d <= t.atol + t.rtol * fabs(vc[i])) && !(isnan(vc[i]) && isnan(vg[i])) &&
+        !(vc[i] == vg[i])) {
+      print_error("%s: element %lld: cpu %.9g cuda %.9g (atol %g rtol %g)\n", what, (long long)i,
+                  vc[i], vg[i], t.atol, t.rtol);
+      free(vc);
+      free(vg);
+      fail();
+    }
+  }
+  free(vc);
+  free(vg);
+}
+
+/* ---- the op harness --------------------------------------------------------- */
+
+enum { MAXIN = 5 };
+typedef struct input {
+  int ndim;
+  int64_t shape[4];
+  int kind;  /* 0: float of the tested dtype, 1: i64 labels in [0, hi), 2: f32 always */
+  double lo, hi;
+  int grad;  /* requires grad */
+} input;
+
+typedef mixp_status (*op_fn)(mixp_tensor *const *in, mixp_tensor **out);
+
+static mixp_tensor *make_input(mixp_session *s, const input *in, mixp_dtype dt, uint64_t seed) {
+  int64_t n = 1;
+  for (int i = 0; i < in->ndim; ++i) n *= in->shape[i];
+  double *v = malloc((size_t)(n ? n : 1) * sizeof(double));
+  mt_fill(v, n, in->lo, in->hi, seed);
+  mixp_dtype want = in->kind == 1 ? MIXP_I64 : in->kind == 2 ? MIXP_F32 : dt;
+  if (in->kind == 1)
+    for (int64_t i = 0; i < n; ++i) v[i] = floor(v[i]);
+  mixp_tensor *t = mt_tensor(s, want, v, in->shape, in->ndim);
+  free(v);
+  if (in->grad) MT_OK(mixp_tensor_set_requires_grad(t, 1));
+  return t;
+}
+
+/* Runs op on both devices; compares the output, then the gradients of every
+ * input that requires one under loss = sum(out * r) for a fixed random r. */
+static void check_op(const char *name, op_fn op, const input *ins, int nin, mixp_dtype dt) {
+  mixp_tensor *ic[MAXIN], *ig[MAXIN], *oc = NULL, *og = NULL;
+  for (int i = 0; i < nin; ++i) {
+    ic[i] = make_input(g_cpu, &ins[i], dt, 100 + (uint64_t)i);
+    ig[i] = make_input(g_gpu, &ins[i], dt, 100 + (uint64_t)i);
+  }
+  MT_OK(op(ic, &oc));
+  MT_OK(op(ig, &og));
+  char what[96];
+  snprintf(what, sizeof what, "%s %s forward", name, mixp_dtype_name(dt));
+  mixp_dtype odt = mixp_tensor_dtype(oc);
+  int exact = odt == MIXP_I64 || odt == MIXP_I32 || odt == MIXP_U8 || odt == MIXP_BOOL;
+  expect_same(what, oc, og, exact ? (tol){0, 0} : tol_of(odt));
+
+  int any_grad = 0;
+  for (int i = 0; i < nin; ++i) any_grad |= ins[i].grad;
+  if (any_grad && !exact) {
+    int64_t shape[MIXP_MAX_DIMS];
+    int nd = 0;
+    MT_OK(mixp_tensor_shape(oc, shape, MIXP_MAX_DIMS, &nd));
+    input rin = {nd, {0}, 0, -1.0, 1.0, 0};
+    for (int d = 0; d < nd && d < 4; ++d) rin.shape[d] = shape[d];
+    if (nd > 4) fail();
+    mixp_tensor *outs[2] = {oc, og};
+    mixp_session *ss[2] = {g_cpu, g_gpu};
+    for (int k = 0; k < 2; ++k) {
+      mixp_tensor *r = make_input(ss[k], &rin, odt, 999), *p = NULL, *l = NULL;
+      MT_OK(mixp_mul(outs[k], r, &p));
+      MT_OK(mixp_sum(p, NULL, 0, 0, &l));
+      MT_OK(mixp_backward(l, NULL));
+      mixp_tensor_release(r);
+      mixp_tensor_release(p);
+      mixp_tensor_release(l);
+    }
+    for (int i = 0; i < nin; ++i) {
+      if (!ins[i].grad) continue;
+      mixp_tensor *gc = NULL, *gg = NULL;
+      MT_OK(mixp_tensor_grad(ic[i], &gc));
+      MT_OK(mixp_tensor_grad(ig[i], &gg));
+      assert_non_null(gc);
+      assert_non_null(gg);
+      snprintf(what, sizeof what, "%s %s grad of input %d", name, mixp_dtype_name(dt), i);
+      expect_same(what, gc, gg, tol_of(mixp_tensor_dtype(gc)));
+      mixp_tensor_release(gc);
+      mixp_tensor_release(gg);
+    }
+  }
+  mixp_tensor_release(oc);
+  mixp_tensor_release(og);
+  for (int i = 0; i < nin; ++i) {
+    mixp_tensor_release(ic[i]);
+    mixp_tensor_release(ig[i]);
+  }
+}
+
+static const mixp_dtype kFloat[] = {MIXP_F32, MIXP_F16, MIXP_BF16};
+#define FOR_DTYPES(dt) for (int di_ = 0; di_ < 3 && ((dt) = kFloat[di_], 1); ++di_)
+#define IN2(a, b) {2, {a, b}, 0, -1.0, 1.0, 1}
+#define IN3(a, b, c) {3, {a, b, c}, 0, -1.0, 1.0, 1}
+#define IN4(a, b, c, d) {4, {a, b, c, d}, 0, -1.0, 1.0, 1}
+
+/* ---- ops ---------------------------------------------------------------------- */
+
+static mixp_status op_matmul(mixp_tensor *const *in, mixp_tensor **out) { return mixp_matmul(in[0], in[1], out); }
+static mixp_status op_matmul_bt(mixp_tensor *const *in, mixp_tensor **out) {
+  mixp_tensor *bt = NULL;
+  mixp_status st = mixp_transpose(in[1], 0, 1, &bt);
+  if (st == MIXP_OK) st = mixp_matmul(in[0], bt, out);
+  mixp_tensor_release(bt);
+  return st;
+}
+static mixp_status op_bmm(mixp_tensor *const *in, mixp_tensor **out) { return mixp_bmm(in[0], in[1], out); }
+static mixp_status op_linear(mixp_tensor *const *in, mixp_tensor **out) { return mixp_linear(in[0], in[1], in[2], out); }
+
+static void test_gemm(void **state) {
+  (void)state;
+  mixp_dtype dt;
+  FOR_DTYPES(dt) {
+    const input mm[] = {IN2(33, 65), IN2(65, 17)};
+    check_op("matmul", op_matmul, mm, 2, dt);
+    const input mmt[] = {IN2(40, 24), IN2(16, 24)};
+    check_op("matmul(a, b^T)", op_matmul_bt, mmt, 2, dt);
+    const input bm[] = {IN3(3, 8, 16), IN3(3, 16, 5)};
+    check_op("bmm", op_bmm, bm, 2, dt);
+    const input lin[] = {IN2(64, 96), IN2(48, 96), {1, {48}, 0, -1.0, 1.0, 1}};
+    check_op("linear+bias", op_linear, lin, 3, dt);
+    const input big[] = {IN2(256, 512), IN2(512, 128)};
+    check_op("matmul 256x512x128", op_matmul, big, 2, dt);
+  }
+}
+
+static mixp_layout g_layout = MIXP_NCHW;
+static mixp_status op_conv(mixp_tensor *const *in, mixp_tensor **out) {
+  mixp_conv2d_options o;
+  mixp_conv2d_options_init(&o);
+  o.stride_h = o.stride_w = 2;
+  o.pad_h = o.pad_w = 1;
+  o.layout = g_layout;
+  return mixp_conv2d(in[0], in[1], in[2], &o, out);
+}
+static mixp_status op_conv_dw(mixp_tensor *const *in, mixp_tensor **out) {
+  mixp_conv2d_options o;
+  mixp_conv2d_options_init(&o);
+  o.pad_h = o.pad_w = 1;
+  o.groups = 8;
+  return mixp_conv2d(in[0], in[1], NULL, &o, out);
+}
+static void test_conv2d(void **state) {
+  (void)state;
+  mixp_dtype dt;
+  FOR_DTYPES(dt) {
+    const input conv[] = {IN4(2, 8, 15, 13), IN4(16, 8, 3, 3), {1, {16}, 0, -1.0, 1.0, 1}};
+    g_layout = MIXP_NCHW;
+    check_op("conv2d nchw", op_conv, conv, 3, dt);
+    const input conv_nhwc[] = {IN4(2, 15, 13, 8), IN4(16, 8, 3, 3), {1, {16}, 0, -1.0, 1.0, 1}};
+    g_layout = MIXP_NHWC;
+    check_op("conv2d nhwc", op_conv, conv_nhwc, 3, dt);
+    g_layout = MIXP_NCHW;
+    const input dw[] = {IN4(2, 8, 9, 9), IN4(8, 1, 3, 3)};
+    check_op("conv2d depthwise", op_conv_dw, dw, 2, dt);
+  }
+}
+
+/* ---- training parity and host syncs ------------------------------------------------ */
+
+enum { IN = 784, HID = 64, CLASSES = 10, BATCH = 64, STEPS = 50 };
+
+typedef struct run {
+  mixp_session *s;
+  mixp_module *l1, *l2;
+  mixp_optimizer *opt;
+  mixp_grad_scaler *scaler;
+  mixp_dataset *data;
+  mixp_loader *loader;
+  mixp_tensor *params[4];
+} run;
+
+static void run_init(run *r, mixp_session *s, int amp) {
+  memset(r, 0, sizeof *r);
+  r->s = s;
+  mixp_synthetic_options sy;
+  mixp_synthetic_options_init(&sy);
+  sy.num_samples = 1024;
+  sy.seed = 5;
+  MT_OK(mixp_dataset_synthetic(s, &sy, &r->data));
+  MT_OK(mixp_linear_create(s, IN, HID, 1, MIXP_F32, &r->l1));
+  MT_OK(mixp_linear_create(s, HID, CLASSES, 1, MIXP_F32, &r->l2));
+  for (int i = 0; i < 4; ++i) MT_OK(mixp_module_parameter(i < 2 ? r->l1 : r->l2, i % 2, &r->params[i]));
+  mixp_optimizer_options oo;
+  mixp_optimizer_options_init(&oo, MIXP_OPTIM_ADAMW);
+  oo.lr = 2e-3;
+  MT_OK(mixp_optimizer_create(s, r->params, 4, &oo, &r->opt));
+  if (amp) {
+    mixp_grad_scaler_options go;
+    mixp_grad_scaler_options_init(&go);
+    go.init_scale = 1024.0;
+    go.growth_interval = 10; /* exercise growth within the run */
+    MT_OK(mixp_grad_scaler_create(s, &go, &r->scaler));
+  }
+  mixp_loader_options lo;
+  mixp_loader_options_init(&lo);
+  lo.batch_size = BATCH;
+  lo.seed = 9;
+  lo.mean = 0.5;
+  lo.std = 0.5;
+  MT_OK(mixp_loader_create(r->data, &lo, &r->loader));
+}
+
+static void run_free(run *r) {
+  for (int i = 0; i < 4; ++i) mixp_tensor_release(r->params[i]);
+  mixp_loader_destroy(r->loader);
+  mixp_dataset_destroy(r->data);
+  mixp_grad_scaler_destroy(r->scaler);
+  mixp_optimizer_destroy(r->opt);
+  mixp_module_destroy(r->l1);
+  mixp_module_destroy(r->l2);
+}
+
+/* Gives the cuda run the cpu run's initial weights (the initialisers draw
+ * from the same Philox stream, but a copy makes the test independent of
+ * transcendental rounding in the normal sampler). */
+static void copy_params(run *dst, const run *src) {
+  MT_OK(mixp_no_grad_begin(dst->s));
+  for (int i = 0; i < 4; ++i) {
+    double *v = mt_values(src->params[i]);
+    int64_t shape[MIXP_MAX_DIMS];
+    int nd = 0;
+    MT_OK(mixp_tensor_shape(src->params[i], shape, MIXP_MAX_DIMS, &nd));
+    mixp_tensor *t = mt_tensor(dst->s, MIXP_F32, v, shape, nd);
+    MT_OK(mixp_tensor_copy_(dst->params[i], t));
+    mixp_tensor_release(t);
+    free(v);
+  }
+  MT_OK(mixp_no_grad_end(dst->s));
+}
+
+/* One step; *loss_out (if not NULL) receives the loss tensor. With
+ * `amp`, f16 autocast + GradScaler + clipping. */
+static void step(run *r, int amp, mixp_tensor **loss_out) {
+  mixp_tensor *x = NULL, *y = NULL;
+  mixp_status st = mixp_loader_next(r->loader, &x, &y);
+  if (st == MIXP_DONE) st = mixp_loader_next(r->loader, &x, &y); /* next epoch */
+  MT_OK(st);
+  const int64_t flat[2] = {-1, IN};
+  mixp_tensor *f = NULL, *h = NULL, *a = NULL, *logits = NULL, *loss = NULL;
+  if (amp) {
+    mixp_autocast_options ao;
+    mixp_autocast_options_init(&ao);
+    ao.dtype = MIXP_F16;
+    MT_OK(mixp_autocast_push(r->s, &ao));
+  }
+  MT_OK(mixp_reshape(x, flat, 2, &f));
+  MT_OK(mixp_module_forward(r->l1, f, &h));
+  MT_OK(mixp_relu(h, &a));
+  MT_OK(mixp_module_forward(r->l2, a, &logits));
+  MT_OK(mixp_cross_entropy(logits, y, MIXP_REDUCTION_MEAN, -100, &loss));
+  if (amp) MT_OK(mixp_autocast_pop(r->s));
+  MT_OK(mixp_optimizer_zero_grad(r->opt));
+  if (amp) {
+    mixp_tensor *scaled = NULL, *norm = NULL;
+    MT_OK(mixp_grad_scaler_scale(r->scaler, loss, &scaled));
+    MT_OK(mixp_backward(scaled, NULL));
+    MT_OK(mixp_grad_scaler_unscale(r->scaler, r->opt));
+    MT_OK(mixp_clip_grad_norm(r->opt, 1.0, &norm));
+    MT_OK(mixp_grad_scaler_step(r->scaler, r->opt));
+    MT_OK(mixp_grad_scaler_update(r->scaler));
+    mixp_tensor_release(scaled);
+    mixp_tensor_release(norm);
+  } else {
+    MT_OK(mixp_backward(loss, NULL));
+    MT_OK(mixp_optimizer_step(r->opt));
+  }
+  mixp_tensor_release(x);
+  mixp_tensor_release(y);
+  mixp_tensor_release(f);
+  mixp_tensor_release(h);
+  mixp_tensor_release(a);
+  mixp_tensor_release(logits);
+  if (loss_out) *loss_out = loss;
+  else mixp_tensor_release(loss);
+}
+
+static void train_parity(int amp) {
+  run c, g;
+  run_init(&c, g_cpu, amp);
+  run_init(&g, g_gpu, amp);
+  copy_params(&g, &c);
+  const double rtol = amp ? 2e-2 : 1e-4;
+  for (int i = 0; i < STEPS; ++i) {
+    mixp_tensor *lc = NULL, *lg = NULL;
+    step(&c, amp, &lc);
+    step(&g, amp, &lg);
+    double vc = 0, vg = 0;
+    MT_OK(mixp_tensor_item(lc, &vc));
+    MT_OK(mixp_tensor_item(lg, &vg));
+    if (!(fabs(vc - vg) <= 1e-6 + rtol * fabs(vc))) {
+      print_error("step %d: cpu loss %.9g, cuda loss %.9g (rtol %g)\n", i, vc, vg, rtol);
+      fail();
+    }
+    mixp_tensor_release(lc);
+    mixp_tensor_release(lg);
+  }
+  if (amp) {
+    double sc = 0, sg = 0;
+    MT_OK(mixp_grad_scaler_get_scale(c.scaler, &sc));
+    MT_OK(mixp_grad_scaler_get_scale(g.scaler, &sg));
+    assert_true(sc == sg); /* same overflow/growth decisions */
+  }
+  run_free(&c);
+  run_free(&g);
+}
+
+static void test_train_fp32(void **state) {
+  (void)state;
+  train_parity(0);
+}
+
+static void test_train_f16_grad_scaler(void **state) {
+  (void)state;
+  train_parity(1);
+}
+
+/* scale -> backward -> unscale -> clip -> step -> update never waits for the
+ * GPU: the found-inf flag, the scale and the clip coefficient stay on the
+ * device. (The forward's cross_entropy reads its targets back to validate
+ * them, so the count starts after the forward.) */
+static void test_grad_scaler_step_is_sync_free(void **state) {
+  (void)state;
+  run g;
+  run_init(&g, g_gpu, 1);
+  for (int i = 0; i < 3; ++i) step(&g, 1, NULL); /* warm-up: plans, pools */
+  for (int i = 0; i < 5; ++i) {
+    mixp_tensor *x = NULL, *y = NULL, *f = NULL, *h = NULL, *a = NULL, *logits = NULL,
+                *loss = NULL, *scaled = NULL, *norm = NULL;
+    mixp_status st = mixp_loader_next(g.loader, &x, &y);
+    if (st == MIXP_DONE) st = mixp_loader_next(g.loader, &x, &y);
+    MT_OK(st);
+    const int64_t flat[2] = {-1, IN};
+    mixp_autocast_options ao;
+    mixp_autocast_options_init(&ao);
+    ao.dtype = MIXP_F16;
+    MT_OK(mixp_autocast_push(g.s, &ao));
+    MT_OK(mixp_reshape(x, flat, 2, &f));
+    MT_OK(mixp_module_forward(g.l1, f, &h));
+    MT_OK(mixp_relu(h, &a));
+    MT_OK(mixp_module_forward(g.l2, a, &logits));
+    MT_OK(mixp_cross_entropy(logits, y, MIXP_REDUCTION_MEAN, -100, &loss));
+    MT_OK(mixp_autocast_pop(g.s));
+    MT_OK(mixp_optimizer_zero_grad(g.opt));
+    uint64_t before = 0, after = 0;
+    MT_OK(mixp_session_host_syncs(g.s, &before));
+    MT_OK(mixp_grad_scaler_scale(g.scaler, loss, &scaled));
+    MT_OK(mixp_backward(scaled, NULL));
+    MT_OK(mixp_grad_scaler_unscale(g.scaler, g.opt));
+    MT_OK(mixp_clip_grad_norm(g.opt, 1.0, &norm));
+    MT_OK(mixp_grad_scaler_step(g.scaler, g.opt));
+    MT_OK(mixp_grad_scaler_update(g.scaler));
+    MT_OK(mixp_session_host_syncs(g.s, &after));
+    if (after != before) {
+      print_error("step %d: %llu host syncs during scale/backward/unscale/clip/step/update\n", i,
+                  (unsigned long long)(after - before));
+      fail();
+    }
+    /* Asking for a value is a sync, and is counted. */
+    double v = 0;
+    MT_OK(mixp_tensor_item(loss, &v));
+    MT_OK(mixp_session_host_syncs(g.s, &after));
+    assert_true(after > before);
+    mixp_tensor *ts[] = {x, y, f, h, a, logits, loss, scaled, norm};
+    for (size_t k = 0; k < sizeof ts / sizeof *ts; ++k) mixp_tensor_release(ts[k]);
+  }
+  run_free(&g);
+}
+
+/* Out of memory is an error the session survives. */
+static void test_out_of_memory_is_recoverable(void **state) {
+  (void)state;
+  int64_t huge[2] = {1 << 20, 1 << 20}; /* 4 TiB of f32 */
+  mixp_tensor *t = NULL;
+  MT_FAILS(mixp_tensor_zeros(g_gpu, MIXP_F32, huge, 2, &t), MIXP_ERR_OUT_OF_MEMORY, "out of memory");
+  assert_null(t);
+  int64_t small[1] = {1000};
+  MT_OK(mixp_tensor_ones(g_gpu, MIXP_F32, small, 1, &t));
+  mixp_tensor *s = NULL;
+  MT_OK(mixp_sum(t, NULL, 0, 0, &s));
+  double v = 0;
+  MT_OK(mixp_tensor_item(s, &v));
+  assert_true(v == 1000.0);
+  mixp_tensor_release(s);
+  mixp_tensor_release(t);
+  /* The pool's statistics follow the allocations. */
+  mixp_memory_stats m;
+  memset(&m, 0, sizeof m);
+  m.struct_size = sizeof m;
+  MT_OK(mixp_memory_stats_get(g_gpu, &m));
+  assert_true(m.peak_bytes >= m.current_bytes);
+  assert_true(m.peak_bytes >= 4000);
+}
+
+static void test_borrow_host_refused(void **state) {
+  (void)state;
+  float buf[4] = {1, 2, 3, 4};
+  int64_t shape[1] = {4};
+  mixp_tensor *t = NULL;
+  MT_FAILS(mixp_tensor_borrow_host(g_gpu, buf, sizeof buf, MIXP_F32, shape, 1, NULL, NULL, &t),
+           MIXP_ERR_DEVICE, "host memory can only be borrowed by a cpu session");
+  assert_null(t);
+}
+
+int main(void) {
+  g_gpu = open_dev("cuda");
+  if (!g_gpu) {
+    /* Only a missing device (no plugin, driver or GPU) is a skip. */
+    printf("SKIPPED: no CUDA session: %s\n", mixp_last_error());
+    return mixp_last_status() == MIXP_ERR_DEVICE ? 77 : 1;
+  }
+  g_cpu = open_dev("cpu");
+  if (!g_cpu) return 1;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gemm),
+      cmocka_unit_test(test_conv2d),
+      cmocka_unit_test(test_train_fp32),
+      cmocka_unit_test(test_train_f16_grad_scaler),
+      cmocka_unit_test(test_grad_scaler_step_is_sync_free),
+      cmocka_unit_test(test_out_of_memory_is_recoverable),
+      cmocka_unit_test(test_borrow_host_refused),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  mixp_session_destroy(g_cpu);
+  mixp_session_destroy(g_gpu);
+  return rc;
+}

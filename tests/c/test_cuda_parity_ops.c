@@ -1,0 +1,591 @@
+/* CPU vs CUDA parity of the foundation and AMP kernels, through the public
+ * API only: every input is built once on the CPU and copied byte for byte to
+ * the CUDA session, the same calls run on both, and results are compared.
+ *
+ * Exact (bitwise) where the GPU performs the same IEEE operations in the same
+ * order: casts (NaN, Inf, subnormal and halfway values included), the four
+ * broadcasting binary ops, max values and indices, embedding forward and
+ * backward, pooling forward and backward, uniform draws and dropout masks
+ * (same Philox stream), and the fused SGD/AdamW steps. Everything else uses
+ * per-dtype tolerances (tol_for): the GPU's libm (exp, log, tanh, erf, pow)
+ * is within 1-2 ulp of glibc and its reductions add in a different (fixed)
+ * order, so F32 gets 1e-5 (relative and absolute), F16 2e-3 (about two
+ * ulps), BF16 1.6e-2 (two ulps), F64 1e-12.
+ *
+ * Exits 77 (CTest: skipped) when no CUDA session can be created. */
+#include "test_util.h"
+
+static mixp_session *g_cpu, *g_gpu;
+
+static mixp_session *make_session(const char *device) {
+  mixp_session_options o;
+  mixp_session_options_init(&o);
+  o.seed = 1234;
+  o.num_threads = 2;
+  o.device = device;
+  mixp_session *s = NULL;
+  if (mixp_session_create(&o, &s) != MIXP_OK) return NULL;
+  return s;
+}
+
+static size_t dsize(mixp_dtype dt) {
+  switch (dt) {
+    case MIXP_F16: case MIXP_BF16: return 2;
+    case MIXP_F32: case MIXP_I32: return 4;
+    case MIXP_F64: case MIXP_I64: return 8;
+    default: return 1;
+  }
+}
+
+static const mixp_dtype k_dtypes[3] = {MIXP_F32, MIXP_F16, MIXP_BF16};
+
+static void tol_for(mixp_dtype dt, double *atol, double *rtol) {
+  switch (dt) {
+    case MIXP_F16: *atol = *rtol = 2e-3; return;
+    case MIXP_BF16: *atol = *rtol = 1.6e-2; return;
+    case MIXP_F64: *atol = *rtol = 1e-12; return;
+    default: *atol = *rtol = 1e-5; return;
+  }
+}
+
+/* The tensor's bytes, malloc'd (caller frees). */
+static void *raw_of(const mixp_tensor *t, size_t *nbytes) {
+  const size_t nb = (size_t)mixp_tensor_numel(t) * dsize(mixp_tensor_dtype(t));
+  void *p = malloc(nb ? nb : 1);
+  MT_OK(mixp_tensor_to_host(t, p, nb));
+  *nbytes = nb;
+  return p;
+}
+
+/* The same bytes on both sessions: built (and rounded) on the CPU, copied raw. */
+static void twin_raw(mixp_dtype dt, const void *raw, const int64_t *shape, int nd, int grad,
+                     mixp_tensor **c, mixp_tensor **g) {
+  int64_t n = 1;
+  for (int i = 0; i < nd; ++i) n *= shape[i];
+  MT_OK(mixp_tensor_from_host(g_cpu, raw, (size_t)n * dsize(dt), dt, shape, nd, c));
+  MT_OK(mixp_tensor_from_host(g_gpu, raw, (size_t)n * dsize(dt), dt, shape, nd, g));
+  if (grad) {
+    MT_OK(mixp_tensor_set_requires_grad(*c, 1));
+    MT_OK(mixp_tensor_set_requires_grad(*g, 1));
+  }
+}
+
+static void twin(mixp_dtype dt, const double *vals, const int64_t *shape, int nd, int grad,
+                 mixp_tensor **c, mixp_tensor **g) {
+  mixp_tensor *tc = mt_tensor(g_cpu, dt, vals, shape, nd);
+  size_t nb;
+  void *raw = raw_of(tc, &nb);
+  mixp_tensor_release(tc);
+  twin_raw(dt, raw, shape, nd, grad, c, g);
+  free(raw);
+}
+
+static void expect_bitwise(const mixp_tensor *c, const mixp_tensor *g) {
+  assert_int_equal(mixp_tensor_dtype(c), mixp_tensor_dtype(g));
+  assert_int_equal(mixp_tensor_numel(c), mixp_tensor_numel(g));
+  size_t nc, ng;
+  unsigned char *a = raw_of(c, &nc), *b = raw_of(g, &ng);
+  const size_t es = dsize(mixp_tensor_dtype(c));
+  for (size_t i = 0; i < nc; ++i)
+    if (a[i] != b[i]) {
+      print_error("element %zu (dtype %d) differs: cpu byte %02x, cuda byte %02x\n", i / es,
+                  (int)mixp_tensor_dtype(c), a[i], b[i]);
+      fail();
+    }
+  free(a);
+  free(b);
+}
+
+static void expect_close(const mixp_tensor *c, const mixp_tensor *g) {
+  assert_int_equal(mixp_tensor_numel(c), mixp_tensor_numel(g));
+  double atol, rtol;
+  tol_for(mixp_tensor_dtype(c), &atol, &rtol);
+  double *a = mt_values(c), *b = mt_values(g);
+  mt_assert_close(b, a, mixp_tensor_numel(c), atol, rtol);
+  free(a);
+  free(b);
+}
+
+static void expect_grads(mixp_tensor *c, mixp_tensor *g, int bitwise) {
+  mixp_tensor *gc = NULL, *gg = NULL;
+  MT_OK(mixp_tensor_grad(c, &gc));
+  MT_OK(mixp_tensor_grad(g, &gg));
+  assert_non_null(gc);
+  assert_non_null(gg);
+  if (bitwise) expect_bitwise(gc, gg);
+  else expect_close(gc, gg);
+  mixp_tensor_release(gc);
+  mixp_tensor_release(gg);
+}
+
+/* Back-propagates the same random seed gradient through both outputs. */
+static void backward_both(mixp_tensor *oc, mixp_tensor *og, uint64_t seed) {
+  int64_t shape[MIXP_MAX_DIMS];
+  int nd = 0;
+  MT_OK(mixp_tensor_shape(oc, shape, MIXP_MAX_DIMS, &nd));
+  const int64_t n = mixp_tensor_numel(oc);
+  double *v = malloc((size_t)(n ? n : 1) * sizeof(double));
+  mt_fill(v, n, -1.0, 1.0, seed);
+  mixp_tensor *sc, *sg;
+  twin(mixp_tensor_dtype(oc), v, shape, nd, 0, &sc, &sg);
+  MT_OK(mixp_backward(oc, sc));
+  MT_OK(mixp_backward(og, sg));
+  mixp_tensor_release(sc);
+  mixp_tensor_release(sg);
+  free(v);
+}
+
+/* ---- casts and copies ------------------------------------------------------------ */
+
+static void test_casts_bitwise(void **state) {
+  (void)state;
+  /* Specials, subnormals of every format, halfway cases, overflow. */
+  double v[64] = {0.0, -0.0, 1.0, -1.0, 65504.0, 65520.0, 65519.99, 1e6, -1e6, 6e-8, 3e-8, 2.98e-8,
+                  1e-40, -1e-40, 1.0 + 1.0 / 2048, 1.0 + 3.0 / 2048, 1.0 + 1.0 / 256, 3.4e38, -3.4e38,
+                  1e-320, 0.1, 0.2, 0.3, 1.0 / 3.0, 2.0 / 3.0, 1e-5, 1e-7, 1.5, 2.5, -2.5};
+  v[30] = NAN;
+  v[31] = -NAN;
+  v[32] = INFINITY;
+  v[33] = -INFINITY;
+  mt_fill(v + 34, 30, -70000.0, 70000.0, 7);
+  const mixp_dtype all[4] = {MIXP_F32, MIXP_F16, MIXP_BF16, MIXP_F64};
+  const int64_t shape[1] = {64};
+  for (int s = 0; s < 4; ++s)
+    for (int d = 0; d < 4; ++d) {
+      mixp_tensor *c, *g, *oc, *og;
+      twin(all[s], v, shape, 1, 0, &c, &g);
+      MT_OK(mixp_cast(c, all[d], &oc));
+      MT_OK(mixp_cast(g, all[d], &og));
+      expect_bitwise(oc, og);
+      mixp_tensor_release(c); mixp_tensor_release(g);
+      mixp_tensor_release(oc); mixp_tensor_release(og);
+    }
+  /* Float -> integer (truncation, saturation, NaN -> 0) and back. */
+  const mixp_dtype ints[3] = {MIXP_I32, MIXP_I64, MIXP_U8};
+  for (int s = 0; s < 4; ++s)
+    for (int d = 0; d < 3; ++d) {
+      mixp_tensor *c, *g, *oc, *og, *bc, *bg;
+      twin(all[s], v, shape, 1, 0, &c, &g);
+      MT_OK(mixp_cast(c, ints[d], &oc));
+      MT_OK(mixp_cast(g, ints[d], &og));
+      expect_bitwise(oc, og);
+      MT_OK(mixp_cast(oc, all[s], &bc));
+      MT_OK(mixp_cast(og, all[s], &bg));
+      expect_bitwise(bc, bg);
+      mixp_tensor_release(c); mixp_tensor_release(g);
+      mixp_tensor_release(oc); mixp_tensor_release(og);
+      mixp_tensor_release(bc); mixp_tensor_release(bg);
+    }
+}
+
+static void test_strided_copy_bitwise(void **state) {
+  (void)state;
+  double v[3 * 5 * 7];
+  mt_fill(v, 105, -3.0, 3.0, 11);
+  const int64_t shape[3] = {3, 5, 7};
+  for (int k = 0; k < 3; ++k) {
+    mixp_tensor *c, *g, *tc, *tg, *cc, *cg, *xc, *xg;
+    twin(k_dtypes[k], v, shape, 3, 0, &c, &g);
+    MT_OK(mixp_transpose(c, 0, 2, &tc));
+    MT_OK(mixp_transpose(g, 0, 2, &tg));
+    MT_OK(mixp_contiguous(tc, &cc));
+    MT_OK(mixp_contiguous(tg, &cg));
+    expect_bitwise(cc, cg);
+    MT_OK(mixp_cast(tc, MIXP_F32, &xc)); /* a strided cast */
+    MT_OK(mixp_cast(tg, MIXP_F32, &xg));
+    expect_bitwise(xc, xg);
+    mixp_tensor_release(c); mixp_tensor_release(g); mixp_tensor_release(tc); mixp_tensor_release(tg);
+    mixp_tensor_release(cc); mixp_tensor_release(cg); mixp_tensor_release(xc); mixp_tensor_release(xg);
+  }
+}
+
+/* ---- unary ops, forward and backward ------------------------------------------------ */
+
+typedef mixp_status (*unary_fn)(const mixp_tensor *x, mixp_tensor **out);
+static mixp_status gelu_erf(const mixp_tensor *x, mixp_tensor **o) { return mixp_gelu(x, MIXP_GELU_ERF, o); }
+static mixp_status gelu_tanh(const mixp_tensor *x, mixp_tensor **o) { return mixp_gelu(x, MIXP_GELU_TANH, o); }
+static mixp_status pow_2_5(const mixp_tensor *x, mixp_tensor **o) { return mixp_pow(x, 2.5, o); }
+static mixp_status add_s(const mixp_tensor *x, mixp_tensor **o) { return mixp_add_scalar(x, 0.75, o); }
+static mixp_status mul_s(const mixp_tensor *x, mixp_tensor **o) { return mixp_mul_scalar(x, -1.25, o); }
+static mixp_status rsub_s(const mixp_tensor *x, mixp_tensor **o) { return mixp_rsub_scalar(x, 2.0, o); }
+static mixp_status rdiv_s(const mixp_tensor *x, mixp_tensor **o) { return mixp_rdiv_scalar(x, 3.0, o); }
+
+static const struct {
+  const char *name;
+  unary_fn f;
+  double lo, hi;  /* input range (positive for log/sqrt/pow/rdiv) */
+} k_unary[] = {
+    {"neg", mixp_neg, -4, 4}, {"exp", mixp_exp, -4, 4}, {"log", mixp_log, 0.1, 5},
+    {"sqrt", mixp_sqrt, 0.1, 5}, {"relu", mixp_relu, -4, 4}, {"gelu_erf", gelu_erf, -4, 4},
+    {"gelu_tanh", gelu_tanh, -4, 4}, {"sigmoid", mixp_sigmoid, -6, 6}, {"tanh", mixp_tanh, -3, 3},
+    {"pow", pow_2_5, 0.1, 3}, {"add_scalar", add_s, -4, 4}, {"mul_scalar", mul_s, -4, 4},
+    {"rsub_scalar", rsub_s, -4, 4}, {"rdiv_scalar", rdiv_s, 0.5, 4}, {"hardswish", mixp_hardswish, -5, 5},
+    {"hardsigmoid", mixp_hardsigmoid, -5, 5}, {"silu", mixp_silu, -5, 5},
+};
+
+static void test_unary_fwd_bwd(void **state) {
+  (void)state;
+  enum { N = 1031 }; /* not a multiple of the vector width: exercises the tails */
+  double v[N];
+  const int64_t shape[1] = {N};
+  for (size_t op = 0; op < sizeof k_unary / sizeof k_unary[0]; ++op)
+    for (int k = 0; k < 3; ++k) {
+      mt_fill(v, N, k_unary[op].lo, k_unary[op].hi, 100 + op);
+      mixp_tensor *c, *g, *oc, *og;
+      twin(k_dtypes[k], v, shape, 1, 1, &c, &g);
+      MT_OK(k_unary[op].f(c, &oc));
+      MT_OK(k_unary[op].f(g, &og));
+      expect_close(oc, og);
+      backward_both(oc, og, 200 + op);
+      expect_grads(c, g, 0);
+      mixp_tensor_release(c); mixp_tensor_release(g); mixp_tensor_release(oc); mixp_tensor_release(og);
+    }
+}
+
+/* ---- broadcasting binary ops ------------------------------------------------------- */
+
+typedef mixp_status (*binary_fn)(const mixp_tensor *, const mixp_tensor *, mixp_tensor **);
+
+static void test_binary_broadcast(void **state) {
+  (void)state;
+  const binary_fn ops[4] = {mixp_add, mixp_sub, mixp_mul, mixp_div};
+  /* a [4, 1, 6] op b [3, 6], and same-shape [4, 3, 6] (the 128-bit path). */
+  const int64_t sa[3] = {4, 1, 6}, sb[2] = {3, 6}, sf[3] = {4, 3, 6};
+  double va[72], vb[72];
+  mt_fill(va, 72, 0.5, 4.0, 1);
+  mt_fill(vb, 72, 0.5, 4.0, 2);
+  for (int op = 0; op < 4; ++op)
+    for (int k = 0; k < 3; ++k)
+      for (int same = 0; same < 2; ++same) {
+        mixp_tensor *ac, *ag, *bc, *bg, *oc, *og;
+        twin(k_dtypes[k], va, same ? sf : sa, 3, 1, &ac, &ag);
+        twin(k_dtypes[k], vb, same ? sf : sb, same ? 3 : 2, 1, &bc, &bg);
+        MT_OK(ops[op](ac, bc, &oc));
+        MT_OK(ops[op](ag, bg, &og));
+        expect_bitwise(oc, og); /* one IEEE operation, one rounding */
+        backward_both(oc, og, 300 + op);
+        expect_grads(ac, ag, 0);
+        expect_grads(bc, bg, 0);
+        mixp_tensor_release(ac); mixp_tensor_release(ag); mixp_tensor_release(bc);
+        mixp_tensor_release(bg); mixp_tensor_release(oc); mixp_tensor_release(og);
+      }
+}
+
+/* ---- reductions, softmax, cross-entropy -------------------------------------------- */
+
+static void test_reductions(void **state) {
+  (void)state;
+  const int64_t shape[3] = {5, 300, 7};
+  enum { N = 5 * 300 * 7 };
+  static double v[N];
+  mt_fill(v, N, -2.0, 2.0, 5);
+  const int dims_sets[3][2] = {{2, 0}, {0, 0}, {1, 0}}; /* last, first, middle */
+  for (int k = 0; k < 3; ++k)
+    for (int d = 0; d < 3; ++d) {
+      mixp_tensor *c, *g, *oc, *og, *mc, *mg, *ic, *ig;
+      twin(k_dtypes[k], v, shape, 3, 1, &c, &g);
+      MT_OK(mixp_sum(c, dims_sets[d], 1, 0, &oc));
+      MT_OK(mixp_sum(g, dims_sets[d], 1, 0, &og));
+      expect_close(oc, og);
+      backward_both(oc, og, 400 + d);
+      expect_grads(c, g, 1); /* a broadcast copy of the seed */
+      MT_OK(mixp_max(c, dims_sets[d][0], 0, &mc, &ic));
+      MT_OK(mixp_max(g, dims_sets[d][0], 0, &mg, &ig));
+      expect_bitwise(mc, mg);
+      expect_bitwise(ic, ig);
+      mixp_tensor_release(c); mixp_tensor_release(g); mixp_tensor_release(oc); mixp_tensor_release(og);
+      mixp_tensor_release(mc); mixp_tensor_release(mg); mixp_tensor_release(ic); mixp_tensor_release(ig);
+    }
+  /* A long row (two-pass row sum) and many rows (two-pass column sum). */
+  static double w[2 * 40000];
+  mt_fill(w, 2 * 40000, -1.0, 1.0, 6);
+  const int64_t s2[2] = {2, 40000}, s3[2] = {40000, 2};
+  for (int t = 0; t < 2; ++t) {
+    mixp_tensor *c, *g, *oc, *og;
+    const int dim = t == 0 ? 1 : 0;
+    twin(MIXP_F32, w, t == 0 ? s2 : s3, 2, 0, &c, &g);
+    MT_OK(mixp_sum(c, &dim, 1, 0, &oc));
+    MT_OK(mixp_sum(g, &dim, 1, 0, &og));
+    double *a = mt_values(oc), *b = mt_values(og);
+    mt_assert_close(b, a, 2, 1e-3, 1e-5);
+    free(a); free(b);
+    mixp_tensor_release(c); mixp_tensor_release(g); mixp_tensor_release(oc); mixp_tensor_release(og);
+  }
+}
+
+static void test_softmax_fwd_bwd(void **state) {
+  (void)state;
+  const int64_t shape[3] = {4, 37, 9};
+  double v[4 * 37 * 9];
+  mt_fill(v, 4 * 37 * 9, -5.0, 5.0, 8);
+  for (int k = 0; k < 3; ++k)
+    for (int lg = 0; lg < 2; ++lg)
+      for (int dim = 1; dim <= 2; ++dim) { /* middle (strided) and last axis */
+        mixp_tensor *c, *g, *oc, *og;
+        twin(k_dtypes[k], v, shape, 3, 1, &c, &g);
+        MT_OK((lg ? mixp_log_softmax : mixp_softmax)(c, dim, &oc));
+        MT_OK((lg ? mixp_log_softmax : mixp_softmax)(g, dim, &og));
+        expect_close(oc, og);
+        backward_both(oc, og, 500 + dim);
+        expect_grads(c, g, 0);
+        mixp_tensor_release(c); mixp_tensor_release(g); mixp_tensor_release(oc); mixp_tensor_release(og);
+      }
+}
+
+static void test_cross_entropy(void **state) {
+  (void)state;
+  enum { R = 33, C = 1000 };
+  static double v[R * C];
+  mt_fill(v, R * C, -4.0, 4.0, 9);
+  int64_t tgt[R];
+  for (int i = 0; i < R; ++i) tgt[i] = (i * 37) % C;
+  tgt[3] = -100; /* ignored rows */
+  tgt[17] = -100;
+  const int64_t shape[2] = {R, C}, tshape[1] = {R};
+  const mixp_reduction reds[3] = {MIXP_REDUCTION_MEAN, MIXP_REDUCTION_SUM, MIXP_REDUCTION_NONE};
+  for (int k = 0; k < 3; ++k)
+    for (int r = 0; r < 3; ++r) {
+      mixp_tensor *c, *g, *tc, *tg, *oc, *og;
+      twin(k_dtypes[k], v, shape, 2, 1, &c, &g);
+      twin_raw(MIXP_I64, tgt, tshape, 1, 0, &tc, &tg);
+      MT_OK(mixp_cross_entropy(c, tc, reds[r], -100, &oc));
+      MT_OK(mixp_cross_entropy(g, tg, reds[r], -100, &og));
+      expect_close(oc, og);
+      backward_both(oc, og, 600 + r);
+      expect_grads(c, g, 0);
+      mixp_tensor_release(c); mixp_tensor_release(g); mixp_tensor_release(tc); mixp_tensor_release(tg);
+      mixp_tensor_release(oc); mixp_tensor_release(og);
+    }
+}
+
+/* ---- random: the same Philox stream ------------------------------------------------ */
+
+static void test_random_same_stream(void **state) {
+  (void)state;
+  const int64_t shape[2] = {3, 1001};
+  const mixp_dtype all[4] = {MIXP_F32, MIXP_F16, MIXP_BF16, MIXP_F64};
+  MT_OK(mixp_session_set_seed(g_cpu, 77));
+  MT_OK(mixp_session_set_seed(g_gpu, 77));
+  for (int k = 0; k < 4; ++k) {
+    mixp_tensor *uc, *ug, *nc, *ng;
+    MT_OK(mixp_tensor_rand(g_cpu, all[k], shape, 2, &uc));
+    MT_OK(mixp_tensor_rand(g_gpu, all[k], shape, 2, &ug));
+    expect_bitwise(uc, ug);
+    MT_OK(mixp_tensor_randn(g_cpu, all[k], shape, 2, &nc));
+    MT_OK(mixp_tensor_randn(g_gpu, all[k], shape, 2, &ng));
+    /* Box-Muller in double with the device's log/sin/cos: equal to ~1 ulp of double. */
+    double *a = mt_values(nc), *b = mt_values(ng);
+    mt_assert_close(b, a, mixp_tensor_numel(nc), all[k] == MIXP_F64 ? 1e-14 : 1e-30,
+                    all[k] == MIXP_F64 ? 1e-14 : (all[k] == MIXP_F32 ? 1.2e-7 : 8e-3));
+    free(a); free(b);
+    mixp_tensor_release(uc); mixp_tensor_release(ug); mixp_tensor_release(nc); mixp_tensor_release(ng);
+  }
+  /* Dropout: same mask, same scaling, same gradient. */
+  double v[3 * 1001];
+  mt_fill(v, 3 * 1001, -1.0, 1.0, 12);
+  for (int k = 0; k < 3; ++k) {
+    mixp_tensor *c, *g, *oc, *og;
+    twin(k_dtypes[k], v, shape, 2, 1, &c, &g);
+    MT_OK(mixp_dropout(c, 0.3, 1, &oc));
+    MT_OK(mixp_dropout(g, 0.3, 1, &og));
+    expect_bitwise(oc, og);
+    backward_both(oc, og, 700);
+    expect_grads(c, g, 1);
+    mixp_tensor_release(c); mixp_tensor_release(g); mixp_tensor_release(oc); mixp_tensor_release(og);
+  }
+}
+
+/* ---- embedding, norms, pooling ------------------------------------------------------ */
+
+static void test_embedding(void **state) {
+  (void)state;
+  enum { V = 50, D = 24, NI = 300 };
+  double w[V * D];
+  mt_fill(w, V * D, -1.0, 1.0, 13);
+  int64_t idx[NI];
+  for (int i = 0; i < NI; ++i) idx[i] = (i * i + 3 * i) % V; /* repeats: ordered sums */
+  const int64_t ws[2] = {V, D}, is[2] = {10, NI / 10};
+  for (int k = 0; k < 3; ++k)
+    for (int pad = 0; pad < 2; ++pad) {
+      mixp_tensor *c, *g, *ic, *ig, *oc, *og;
+      twin(k_dtypes[k], w, ws, 2, 1, &c, &g);
+      twin_raw(MIXP_I64, idx, is, 2, 0, &ic, &ig);
+      MT_OK(mixp_embedding(c, ic, pad ? 4 : -1, &oc));
+      MT_OK(mixp_embedding(g, ig, pad ? 4 : -1, &og));
+      expect_bitwise(oc, og);
+      backward_both(oc, og, 800 + pad);
+      expect_grads(c, g, 1);
+      mixp_tensor_release(c); mixp_tensor_release(g); mixp_tensor_release(ic); mixp_tensor_release(ig);
+      mixp_tensor_release(oc); mixp_tensor_release(og);
+    }
+}
+
+static void test_norms(void **state) {
+  (void)state;
+  const int64_t xs[4] = {4, 6, 5, 7}, cs[1] = {6}, ls[1] = {7};
+  double x[4 * 6 * 5 * 7], w[6], b[6];
+  mt_fill(x, 840, -2.0, 3.0, 14);
+  mt_fill(w, 6, 0.5, 1.5, 15);
+  mt_fill(b, 6, -0.5, 0.5, 16);
+  for (int k = 0; k < 3; ++k)
+    for (int which = 0; which < 4; ++which) { /* batch norm NCHW, NHWC-as-data, group norm, layer norm */
+      mixp_tensor *c, *g, *wc, *wg, *bc, *bg, *oc, *og;
+      twin(k_dtypes[k], x, xs, 4, 1, &c, &g);
+      twin(k_dtypes[k], w, which == 3 ? ls : cs, 1, 1, &wc, &wg);
+      twin(k_dtypes[k], b, which == 3 ? ls : cs, 1, 1, &bc, &bg);
+      if (which < 2) {
+        const mixp_layout lay = which == 0 ? MIXP_NCHW : MIXP_NHWC;
+        mixp_tensor *wc2 = wc, *wg2 = wg, *bc2 = bc, *bg2 = bg;
+        if (which == 1) { /* NHWC: channels are the last dim (7) */
+          mixp_tensor_release(wc); mixp_tensor_release(wg); mixp_tensor_release(bc); mixp_tensor_release(bg);
+          double w7[7], b7[7];
+          mt_fill(w7, 7, 0.5, 1.5, 17);
+          mt_fill(b7, 7, -0.5, 0.5, 18);
+          twin(k_dtypes[k], w7, ls, 1, 1, &wc2, &wg2);
+          twin(k_dtypes[k], b7, ls, 1, 1, &bc2, &bg2);
+          wc = wc2; wg = wg2; bc = bc2; bg = bg2;
+        }
+        MT_OK(mixp_batch_norm(c, wc, bc, NULL, NULL, 1, 0.1, 1e-5, lay, &oc));
+        MT_OK(mixp_batch_norm(g, wg, bg, NULL, NULL, 1, 0.1, 1e-5, lay, &og));
+      } else if (which == 2) {
+        MT_OK(mixp_group_norm(c, 3, wc, bc, 1e-5, &oc));
+        MT_OK(mixp_group_norm(g, 3, wg, bg, 1e-5, &og));
+      } else {
+        MT_OK(mixp_layer_norm(c, 1, wc, bc, 1e-5, &oc));
+        MT_OK(mixp_layer_norm(g, 1, wg, bg, 1e-5, &og));
+      }
+      expect_close(oc, og);
+      backward_both(oc, og, 900 + which);
+      expect_grads(c, g, 0);
+      expect_grads(wc, wg, 0);
+      expect_grads(bc, bg, 0);
+      mixp_tensor_release(c); mixp_tensor_release(g); mixp_tensor_release(wc); mixp_tensor_release(wg);
+      mixp_tensor_release(bc); mixp_tensor_release(bg); mixp_tensor_release(oc); mixp_tensor_release(og);
+    }
+}
+
+static void test_pooling(void **state) {
+  (void)state;
+  const int64_t xs[4] = {2, 3, 9, 11};
+  double x[2 * 3 * 9 * 11];
+  mt_fill(x, 594, -3.0, 3.0, 19);
+  for (int k = 0; k < 3; ++k)
+    for (int kind = 0; kind < 3; ++kind)
+      for (int lay = 0; lay < 2; ++lay) {
+        mixp_pool2d_options o;
+        mixp_pool2d_options_init(&o);
+        o.kernel_h = 3; o.kernel_w = 2; o.stride_h = 2; o.stride_w = 1; o.pad_h = 1; o.pad_w = 1;
+        o.count_include_pad = kind == 2 ? 0 : 1;
+        o.layout = lay ? MIXP_NHWC : MIXP_NCHW;
+        mixp_tensor *c, *g, *oc, *og;
+        twin(k_dtypes[k], x, xs, 4, 1, &c, &g);
+        if (kind == 0) {
+          MT_OK(mixp_max_pool2d(c, &o, &oc));
+          MT_OK(mixp_max_pool2d(g, &o, &og));
+        } else {
+          MT_OK(mixp_avg_pool2d(c, &o, &oc));
+          MT_OK(mixp_avg_pool2d(g, &o, &og));
+        }
+        expect_bitwise(oc, og);
+        backward_both(oc, og, 1000 + kind);
+        expect_grads(c, g, 1);
+        mixp_tensor_release(c); mixp_tensor_release(g); mixp_tensor_release(oc); mixp_tensor_release(og);
+      }
+}
+
+/* ---- AMP: a GradScaler + clipping + AdamW step, with no host syncs ------------------- */
+
+/* One step on session s: loss = sum((p * x)^2) * scale; grads unscaled and
+ * clipped on the device; the optimizer skips on overflow. */
+static void amp_step(mixp_session *s, mixp_tensor *p, mixp_tensor *x, mixp_grad_scaler *sc,
+                     mixp_optimizer *opt) {
+  mixp_tensor *px, *sq, *loss, *scaled, *norm;
+  MT_OK(mixp_optimizer_zero_grad(opt));
+  MT_OK(mixp_mul(p, x, &px));
+  MT_OK(mixp_mul(px, px, &sq));
+  MT_OK(mixp_sum(sq, NULL, 0, 0, &loss));
+  MT_OK(mixp_grad_scaler_scale(sc, loss, &scaled));
+  MT_OK(mixp_backward(scaled, NULL));
+  MT_OK(mixp_grad_scaler_unscale(sc, opt));
+  MT_OK(mixp_clip_grad_norm(opt, 1.0, &norm));
+  MT_OK(mixp_grad_scaler_step(sc, opt));
+  MT_OK(mixp_grad_scaler_update(sc));
+  (void)s;
+  mixp_tensor_release(px); mixp_tensor_release(sq); mixp_tensor_release(loss);
+  mixp_tensor_release(scaled); mixp_tensor_release(norm);
+}
+
+static void test_amp_step_parity_no_sync(void **state) {
+  (void)state;
+  enum { N = 70000 }; /* more than one multi-tensor chunk */
+  static double pv[N], xv[N];
+  mt_fill(pv, N, -1.0, 1.0, 21);
+  mt_fill(xv, N, -1.0, 1.0, 22);
+  const int64_t shape[1] = {N};
+  for (int k = 0; k < 2; ++k) { /* F32 and F16 parameters */
+    const mixp_dtype dt = k == 0 ? MIXP_F32 : MIXP_F16;
+    mixp_tensor *pc, *pg, *xc, *xg;
+    twin(dt, pv, shape, 1, 1, &pc, &pg);
+    twin(dt, xv, shape, 1, 0, &xc, &xg);
+    mixp_optimizer_options oo;
+    mixp_optimizer_options_init(&oo, MIXP_OPTIM_ADAMW);
+    oo.lr = 1e-2;
+    mixp_optimizer *oc, *og;
+    MT_OK(mixp_optimizer_create(g_cpu, &pc, 1, &oo, &oc));
+    MT_OK(mixp_optimizer_create(g_gpu, &pg, 1, &oo, &og));
+    mixp_grad_scaler_options so;
+    mixp_grad_scaler_options_init(&so);
+    so.init_scale = k == 0 ? 65536.0 : 1e6; /* F16: the first step overflows and is skipped */
+    so.growth_interval = 2;
+    mixp_grad_scaler *sc, *sg;
+    MT_OK(mixp_grad_scaler_create(g_cpu, &so, &sc));
+    MT_OK(mixp_grad_scaler_create(g_gpu, &so, &sg));
+    uint64_t before = 0, after = 0;
+    MT_OK(mixp_session_host_syncs(g_gpu, &before));
+    for (int step = 0; step < 4; ++step) {
+      amp_step(g_cpu, pc, xc, sc, oc);
+      amp_step(g_gpu, pg, xg, sg, og);
+    }
+    MT_OK(mixp_session_host_syncs(g_gpu, &after));
+    assert_int_equal(after, before); /* four full steps, not one wait */
+    double scale_c = 0, scale_g = 0;
+    MT_OK(mixp_grad_scaler_get_scale(sc, &scale_c));
+    MT_OK(mixp_grad_scaler_get_scale(sg, &scale_g));
+    assert_true(scale_c == scale_g);
+    /* The norm is summed in a different order, so the clip coefficient (and
+     * then the step) may differ in the last bit. */
+    expect_close(pc, pg);
+    mixp_grad_scaler_destroy(sc); mixp_grad_scaler_destroy(sg);
+    mixp_optimizer_destroy(oc); mixp_optimizer_destroy(og);
+    mixp_tensor_release(pc); mixp_tensor_release(pg); mixp_tensor_release(xc); mixp_tensor_release(xg);
+  }
+}
+
+int main(void) {
+  g_gpu = make_session("cuda");
+  if (!g_gpu) {
+    /* Only a missing device (no plugin, driver or GPU) is a skip. */
+    printf("SKIPPED: no CUDA session: %s\n", mixp_last_error());
+    return mixp_last_status() == MIXP_ERR_DEVICE ? 77 : 1;
+  }
+  g_cpu = make_session("cpu");
+  if (!g_cpu) return 1;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_casts_bitwise),
+      cmocka_unit_test(test_strided_copy_bitwise),
+      cmocka_unit_test(test_unary_fwd_bwd),
+      cmocka_unit_test(test_binary_broadcast),
+      cmocka_unit_test(test_reductions),
+      cmocka_unit_test(test_softmax_fwd_bwd),
+      cmocka_unit_test(test_cross_entropy),
+      cmocka_unit_test(test_random_same_stream),
+      cmocka_unit_test(test_embedding),
+      cmocka_unit_test(test_norms),
+      cmocka_unit_test(test_pooling),
+      cmocka_unit_test(test_amp_step_parity_no_sync),
+  };
+  const int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  mixp_session_destroy(g_cpu);
+  mixp_session_destroy(g_gpu);
+  return rc;
+}
