@@ -95,9 +95,11 @@ static void test_o2_saves_fp32_masters(void **state) {
   spec.optimizers = &a.opt;
   spec.num_optimizers = 1;
   MT_OK(mixp_state_save(a.s, path, &spec));
+  /* <doc:load-weights> */
   mixp_module *plain = NULL;
   MT_OK(mixp_model_create(a.s, "mlp in=36 hidden=24,12 classes=4 dropout=0.2", &plain));
-  MT_OK(mixp_module_load_safetensors(plain, NULL, path, 1));
+  MT_OK(mixp_module_load_safetensors(plain, NULL /* or the optimizer */, path, 1 /* strict */));
+  /* </doc:load-weights> */
   mixp_tensor *pw = NULL, *hw = NULL;
   MT_OK(mixp_module_parameter(plain, 0, &pw));
   MT_OK(mixp_module_parameter(a.model, 0, &hw));
