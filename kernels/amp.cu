@@ -14,6 +14,7 @@
 // order.
 #include <algorithm>
 
+#include "amp/loss_scale_rule.hpp"
 #include "common.cuh"
 
 namespace mixp::cuda {
@@ -194,38 +195,13 @@ __global__ void clip_coefficient_kernel(const void *norm_sq, DType nd, double ma
 
 // The CPU's state machine (src/backend/cpu/amp.cpp), line for line.
 __global__ void update_scale_kernel(float *scale_p, int32_t *growth_p, int32_t *bad_p, int32_t *hyst_p,
-                                    const float *found_inf, double growth_factor, double backoff_factor,
-                                    int32_t growth_interval, int32_t decr_every_n, int32_t hysteresis,
-                                    double min_scale, double max_scale) {
-  float scale = *scale_p;
-  int32_t growth = *growth_p, bad = *bad_p, hyst = *hyst_p;
-  if (*found_inf != 0.0f) {  // NaN counts as an overflow
-    growth = 0;
-    if (bad < INT32_MAX) ++bad;
-    if (hysteresis > 1 && hyst > 0) --hyst;
-    const bool held = hysteresis > 1 && hyst > 0;
-    if (!held && bad >= decr_every_n) {
-      const float backed = float(double(scale) * backoff_factor);
-      const float lo = float(min_scale);
-      scale = backed < lo ? lo : backed;  // std::max(backed, lo)
-      bad = 0;
-    }
-  } else {
-    bad = 0;
-    hyst = hysteresis;
-    const int32_t successful = growth + 1;
-    if (successful >= growth_interval) {
-      const float grown = float(double(scale) * growth_factor);
-      if (isfinite(grown)) scale = float(max_scale < double(grown) ? max_scale : double(grown));
-      growth = 0;
-    } else {
-      growth = successful;
-    }
-  }
-  *scale_p = scale;
-  *growth_p = growth;
-  *bad_p = bad;
-  *hyst_p = hyst;
+                                    const float *found_inf, amp::LossScaleRule rule) {
+  amp::LossScaleState st{*scale_p, *growth_p, *bad_p, *hyst_p};
+  amp::update_loss_scale(st, *found_inf, rule);
+  *scale_p = st.scale;
+  *growth_p = st.growth_tracker;
+  *bad_p = st.bad_count;
+  *hyst_p = st.hysteresis_left;
 }
 
 void require_scalar(const View &v, DType dtype, const char *kernel, const char *arg) {
@@ -268,8 +244,7 @@ void CudaBackend::update_scale(const ScaleUpdate &u) {
   update_scale_kernel<<<1, 1, 0, stream()>>>(
       static_cast<float *>(u.scale.data), static_cast<int32_t *>(u.growth_tracker.data),
       static_cast<int32_t *>(u.bad_count.data), static_cast<int32_t *>(u.hysteresis_left.data),
-      static_cast<const float *>(u.found_inf.data), u.growth_factor, u.backoff_factor, u.growth_interval,
-      u.decr_every_n, u.hysteresis, u.min_scale, u.max_scale);
+      static_cast<const float *>(u.found_inf.data), amp::loss_scale_rule_of(u));
   MIXP_CUDA_LAUNCHED();
 }
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <vector>
 
+#include "amp/loss_scale_rule.hpp"
 #include "backend/cpu/cpu_backend.hpp"
 #include "core/error.hpp"
 
@@ -93,35 +94,13 @@ void CpuBackend::update_scale(const ScaleUpdate &u) {
   require_scalar(u.bad_count, MIXP_I32, k, "bad_count");
   require_scalar(u.hysteresis_left, MIXP_I32, k, "hysteresis_left");
   require_scalar(u.found_inf, MIXP_F32, k, "found_inf");
-  float &scale = scalar_f32(u.scale);
-  int32_t &growth = scalar_i32(u.growth_tracker);
-  int32_t &bad = scalar_i32(u.bad_count);
-  int32_t &hyst = scalar_i32(u.hysteresis_left);
-  // NaN counts as an overflow, as in PyTorch's `if (*found_inf)`.
-  if (scalar_f32(u.found_inf) != 0.0f) {
-    growth = 0;
-    if (bad < INT32_MAX) ++bad;
-    // Apex lets the tracker run negative; stopping at 0 behaves the same.
-    if (u.hysteresis > 1 && hyst > 0) --hyst;
-    const bool held = u.hysteresis > 1 && hyst > 0;
-    if (!held && bad >= u.decr_every_n) {
-      const float backed = float(double(scale) * u.backoff_factor);
-      scale = std::max(backed, float(u.min_scale));
-      bad = 0;
-    }
-  } else {
-    bad = 0;
-    hyst = u.hysteresis;
-    const int32_t successful = growth + 1;
-    if (successful >= u.growth_interval) {
-      const float grown = float(double(scale) * u.growth_factor);
-      // Never grow past the fp32 range (PyTorch) nor past max_scale.
-      if (std::isfinite(grown)) scale = float(std::min(double(grown), u.max_scale));
-      growth = 0;
-    } else {
-      growth = successful;
-    }
-  }
+  amp::LossScaleState st{scalar_f32(u.scale), scalar_i32(u.growth_tracker), scalar_i32(u.bad_count),
+                         scalar_i32(u.hysteresis_left)};
+  amp::update_loss_scale(st, scalar_f32(u.found_inf), amp::loss_scale_rule_of(u));
+  scalar_f32(u.scale) = st.scale;
+  scalar_i32(u.growth_tracker) = st.growth_tracker;
+  scalar_i32(u.bad_count) = st.bad_count;
+  scalar_i32(u.hysteresis_left) = st.hysteresis_left;
 }
 
 void CpuBackend::grad_norm_sq(const View *grads, int n, const View &out) {

@@ -1,0 +1,81 @@
+// The dynamic loss-scale update (PyTorch's _amp_update_scale_ with Paddle's
+// decr_every_n_nan_or_inf and Apex's hysteresis), written once and compiled
+// for the host (CPU backend) and the device (the CUDA backend's one-thread
+// kernel), so both backends follow the same state machine bit for bit.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define MIXP_LSR_HOST_DEVICE __host__ __device__
+#else
+#define MIXP_LSR_HOST_DEVICE
+#endif
+
+namespace mixp::amp {
+
+MIXP_LSR_HOST_DEVICE inline bool lsr_isfinite(float v) {
+#if defined(__CUDA_ARCH__)
+  return isfinite(v);
+#else
+  return std::isfinite(v);
+#endif
+}
+
+struct LossScaleRule {
+  double growth_factor = 2.0, backoff_factor = 0.5;
+  int32_t growth_interval = 2000, decr_every_n = 1, hysteresis = 1;
+  double min_scale = 0.0, max_scale = 0.0;
+};
+
+struct LossScaleState {
+  float scale;
+  int32_t growth_tracker, bad_count, hysteresis_left;
+};
+
+// One update after a step; `found_inf` non-zero (NaN included, as in
+// PyTorch's `if (*found_inf)`) means the step overflowed.
+MIXP_LSR_HOST_DEVICE inline void update_loss_scale(LossScaleState &st, float found_inf,
+                                                   const LossScaleRule &r) {
+  if (found_inf != 0.0f) {
+    st.growth_tracker = 0;
+    if (st.bad_count < INT32_MAX) ++st.bad_count;
+    // Apex lets the tracker run negative; stopping at 0 behaves the same.
+    if (r.hysteresis > 1 && st.hysteresis_left > 0) --st.hysteresis_left;
+    const bool held = r.hysteresis > 1 && st.hysteresis_left > 0;
+    if (!held && st.bad_count >= r.decr_every_n) {
+      const float backed = float(double(st.scale) * r.backoff_factor);
+      const float lo = float(r.min_scale);
+      st.scale = backed < lo ? lo : backed;
+      st.bad_count = 0;
+    }
+  } else {
+    st.bad_count = 0;
+    st.hysteresis_left = r.hysteresis;
+    const int32_t successful = st.growth_tracker + 1;
+    if (successful >= r.growth_interval) {
+      const float grown = float(double(st.scale) * r.growth_factor);
+      // Never grow past the fp32 range (PyTorch) nor past max_scale.
+      if (lsr_isfinite(grown)) st.scale = float(r.max_scale < double(grown) ? r.max_scale : double(grown));
+      st.growth_tracker = 0;
+    } else {
+      st.growth_tracker = successful;
+    }
+  }
+}
+
+// The rule of a backend request (ScaleUpdate carries the same fields).
+template <class U>
+MIXP_LSR_HOST_DEVICE inline LossScaleRule loss_scale_rule_of(const U &u) {
+  LossScaleRule r;
+  r.growth_factor = u.growth_factor;
+  r.backoff_factor = u.backoff_factor;
+  r.growth_interval = u.growth_interval;
+  r.decr_every_n = u.decr_every_n;
+  r.hysteresis = u.hysteresis;
+  r.min_scale = u.min_scale;
+  r.max_scale = u.max_scale;
+  return r;
+}
+
+}  // namespace mixp::amp
