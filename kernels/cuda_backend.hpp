@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <cuda_runtime.h>
 
@@ -80,6 +81,18 @@ class CudaBackend final : public Backend {
   void cross_entropy_backward(const View &logits, const View &target, int64_t n, int64_t c,
                               int64_t ignore_index, const View &row_scale,
                               const View &glogits) override;
+  // indices.cu: deferred validation (see raise_deferred_index_error) and
+  // max's gradient scatter.
+  void check_indices(const IndexCheck &chk, const View &indices, const View *inv_count) override;
+  void scatter_dim(const View &src, const View &indices, int64_t outer, int64_t n, int64_t inner,
+                   const View &dst) override;
+  // True while check_indices kernels have been queued since the last report.
+  bool index_checks_pending() const noexcept { return !pending_checks_.empty(); }
+  // Call right after a full stream synchronisation: every queued check has
+  // run, so the first bad index any of them found (in stream order) is
+  // reported as MIXP_ERR_INVALID_ARGUMENT naming the op, the position and
+  // the value; the slot is cleared and the session stays usable.
+  void raise_deferred_index_error();
 
   void rand_uniform(const View &out, uint64_t seed, uint64_t offset) override;
   void rand_normal(const View &out, uint64_t seed, uint64_t offset) override;
@@ -142,6 +155,27 @@ class CudaBackend final : public Backend {
   cudaStream_t stream_ = nullptr;
   uint64_t host_syncs_ = 0;
   std::unique_ptr<Libs> libs_;
+
+ public:
+  // Written by the check kernels through a mapped pinned page, read by the
+  // host after a synchronisation without a copy. check == 0: no error;
+  // otherwise the 1-based entry of pending_checks_ that failed.
+  struct IndexErrorSlot {
+    int32_t check;
+    int32_t unused;
+    int64_t pos, value;
+  };
+
+ private:
+  struct PendingCheck {
+    std::string fn, what, note;
+    int64_t limit;
+  };
+  IndexErrorSlot *index_error_ = nullptr;      // host address
+  IndexErrorSlot *index_error_dev_ = nullptr;  // the same page, device address
+  // The distinct checks queued since the last report (a training loop
+  // repeats the same few, so this stays small between synchronisations).
+  std::vector<PendingCheck> pending_checks_;
 };
 
 }  // namespace mixp::cuda

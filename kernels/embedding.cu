@@ -12,19 +12,24 @@
 namespace mixp::cuda {
 namespace {
 
-// Rows are copied as raw elements of their size (no conversion).
+// Rows are copied as raw elements of their size (no conversion). An index
+// outside [0, v) -- reported later by check_indices (indices.cu) -- gives a
+// zero row, never a read outside the table.
 template <class U>
-__global__ void gather_kernel(const U *w, const int64_t *idx, int64_t n, int64_t d, U *out) {
+__global__ void gather_kernel(const U *w, const int64_t *idx, int64_t n, int64_t v, int64_t d, U *out) {
   const int64_t total = n * d;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t i = e / d, j = e - i * d;
-    out[e] = w[idx[i] * d + j];
+    const int64_t i = e / d, j = e - i * d, r = idx[i];
+    out[e] = r >= 0 && r < v ? w[r * d + j] : U(0);
   }
 }
 
-__global__ void keys_kernel(const int64_t *idx, int64_t n, int32_t *keys, int32_t *pos) {
+// Out-of-range indices get key v, which no row's run [r, r + 1) includes:
+// their gradient rows are dropped and the sort stays within end_bit.
+__global__ void keys_kernel(const int64_t *idx, int64_t n, int64_t v, int32_t *keys, int32_t *pos) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    keys[i] = int32_t(idx[i]);
+    const int64_t r = idx[i];
+    keys[i] = int32_t(r >= 0 && r < v ? r : v);
     pos[i] = int32_t(i);
   }
 }
@@ -65,21 +70,21 @@ void check_geometry(const char *kernel, const View &table, const View &indices) 
 
 void CudaBackend::embedding(const View &weight, const View &indices, const View &out) {
   check_geometry("embedding", weight, indices);
-  const int64_t n = indices.numel(), d = weight.shape[1];
+  const int64_t n = indices.numel(), v = weight.shape[0], d = weight.shape[1];
   if (n * d == 0) return;
   const int64_t *idx = static_cast<const int64_t *>(indices.data);
   const unsigned grid = grid_for(n * d);
   switch (weight.dtype) {
     case MIXP_F64:
-      gather_kernel<uint64_t><<<grid, kThreads, 0, stream()>>>(static_cast<const uint64_t *>(weight.data), idx, n, d,
+      gather_kernel<uint64_t><<<grid, kThreads, 0, stream()>>>(static_cast<const uint64_t *>(weight.data), idx, n, v, d,
                                                                static_cast<uint64_t *>(out.data));
       break;
     case MIXP_F32:
-      gather_kernel<uint32_t><<<grid, kThreads, 0, stream()>>>(static_cast<const uint32_t *>(weight.data), idx, n, d,
+      gather_kernel<uint32_t><<<grid, kThreads, 0, stream()>>>(static_cast<const uint32_t *>(weight.data), idx, n, v, d,
                                                                static_cast<uint32_t *>(out.data));
       break;
     default:
-      gather_kernel<uint16_t><<<grid, kThreads, 0, stream()>>>(static_cast<const uint16_t *>(weight.data), idx, n, d,
+      gather_kernel<uint16_t><<<grid, kThreads, 0, stream()>>>(static_cast<const uint16_t *>(weight.data), idx, n, v, d,
                                                                static_cast<uint16_t *>(out.data));
       break;
   }
@@ -91,12 +96,12 @@ void CudaBackend::embedding_backward(const View &gy, const View &indices, int64_
   if (gy.dtype != gw.dtype) fail(MIXP_ERR_INTERNAL, "cuda embedding_backward: gy and gw differ in dtype");
   const int64_t n = indices.numel(), v = gw.shape[0], d = gw.shape[1];
   if (v * d == 0) return;
-  if (n > INT32_MAX || v > INT32_MAX)
+  if (n > INT32_MAX || v >= INT32_MAX)
     fail(MIXP_ERR_UNSUPPORTED, "cuda embedding_backward: more than 2^31 indices or rows");
   // keys_in | pos_in | keys_out | pos_out, then CUB's temporary storage.
   const size_t arr = size_t(std::max<int64_t>(n, 1)) * sizeof(int32_t);
   int end_bit = 1;
-  while (end_bit < 31 && (int64_t(1) << end_bit) < v) ++end_bit;
+  while (end_bit < 31 && (int64_t(1) << end_bit) <= v) ++end_bit;  // keys in [0, v]
   size_t temp_bytes = 0;
   MIXP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, static_cast<const int32_t *>(nullptr),
                                                   static_cast<int32_t *>(nullptr), static_cast<const int32_t *>(nullptr),
@@ -108,7 +113,7 @@ void CudaBackend::embedding_backward(const View &gy, const View &indices, int64_
   int32_t *pos = reinterpret_cast<int32_t *>(buf.as<char>() + 3 * arr);
   void *temp = buf.as<char>() + 4 * arr;
   if (n > 0) {
-    keys_kernel<<<grid_for(n), kThreads, 0, stream()>>>(static_cast<const int64_t *>(indices.data), n, keys_in, pos_in);
+    keys_kernel<<<grid_for(n), kThreads, 0, stream()>>>(static_cast<const int64_t *>(indices.data), n, v, keys_in, pos_in);
     MIXP_CUDA_LAUNCHED();
     MIXP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys, pos_in, pos, n, 0, end_bit,
                                                     stream()));

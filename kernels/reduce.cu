@@ -285,6 +285,7 @@ void CudaBackend::count_nonfinite(const View &x, int64_t *nan_count, int64_t *in
     // The counts are the caller's to read now: this is the one sync here.
     MIXP_CUDA_CHECK(cudaStreamSynchronize(stream()));
     note_host_sync();
+    raise_deferred_index_error();
   }
   *nan_count = int64_t(host[0]);
   *inf_count = int64_t(host[1]);

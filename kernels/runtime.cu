@@ -116,6 +116,7 @@ void init_runtime(int device, cudaStream_t *stream, CudaBackend::Libs &L) {
 CudaBackend::~CudaBackend() {
   // Queued frees and kernels must finish before the pool and handles go.
   if (stream_) cudaStreamSynchronize(stream_);
+  if (index_error_) cudaFreeHost(index_error_);
   libs_.reset();
   if (stream_) cudaStreamDestroy(stream_);
 }
@@ -184,7 +185,19 @@ void CudaBackend::copy_from_host(void *dst, const void *src, size_t nbytes) {
 }
 
 void CudaBackend::copy_to_host(void *dst, const void *src, size_t nbytes) {
-  if (nbytes == 0) return;
+  if (nbytes == 0 && !index_checks_pending()) return;
+  if (index_checks_pending()) {
+    // A bad index found on the device fails this call before `dst` is
+    // written (a failed call changes nothing); the copy then finds the
+    // stream idle, so this is still one wait for the caller.
+    MIXP_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    note_host_sync();
+    raise_deferred_index_error();
+    if (nbytes == 0) return;
+    MIXP_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, stream_));
+    MIXP_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return;
+  }
   MIXP_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, stream_));
   MIXP_CUDA_CHECK(cudaStreamSynchronize(stream_));
   note_host_sync();
@@ -193,6 +206,7 @@ void CudaBackend::copy_to_host(void *dst, const void *src, size_t nbytes) {
 void CudaBackend::synchronize() {
   MIXP_CUDA_CHECK(cudaStreamSynchronize(stream_));
   note_host_sync();
+  raise_deferred_index_error();
 }
 
 }  // namespace mixp::cuda

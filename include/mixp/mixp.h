@@ -1055,7 +1055,13 @@ typedef MIXP_ENUM(mixp_reduction) {
 
 /** (cross_entropy) Softmax cross-entropy of @p logits [N, C] against I64 class
  *  indices @p target [N]. Targets equal to @p ignore_index contribute nothing
- *  and are excluded from the mean; other targets must be in [0, C).
+ *  and are excluded from the mean; other targets must be in [0, C). On a cpu
+ *  session an out-of-range target fails this call (MIXP_ERR_INVALID_ARGUMENT
+ *  naming its position and value). On a cuda session the targets are checked
+ *  on the device, without waiting: the call succeeds (the bad row's loss is
+ *  NaN) and the next call that waits for the device (mixp_tensor_item,
+ *  mixp_tensor_to_host, ...) fails with that error, "(detected on the
+ *  device)", before writing its output; the session stays usable.
  *  @param logits Logits [N, C].
  *  @param target I64 class indices [N].
  *  @param reduction How the loss reduces over its elements.
@@ -1242,7 +1248,9 @@ MIXP_API mixp_status mixp_silu(const mixp_tensor *x, mixp_tensor **out);
 
 /** (embedding) Rows of @p weight [V, D] picked by I64 @p indices (any shape)
  *  -> [..., D]. Rows equal to @p padding_idx get no gradient (pass -1 for
- *  none); indices must be in [0, V).
+ *  none); indices must be in [0, V). A bad index is reported as for the
+ *  targets of mixp_cross_entropy: at once on a cpu session, at the next call
+ *  that waits for the device on a cuda session (its row is zeros).
  *  @param weight Embedding table [V, D].
  *  @param[out] indices I64 row indices (any shape).
  *  @param padding_idx Row that gets no gradient, or -1.

@@ -26,7 +26,8 @@ struct AdamArgs;
 // takes). libmixp.so and a backend plugin (libmixp_cuda.so) must be built
 // from the same headers: the plugin's entry point refuses any other value.
 // Bump it with every change to this file or to optim/optimizer_kernels.hpp.
-inline constexpr uint32_t kBackendAbiVersion = 2;
+// (v3: check_indices, scatter_dim.)
+inline constexpr uint32_t kBackendAbiVersion = 3;
 
 struct View {
   void *data = nullptr;
@@ -136,6 +137,17 @@ struct GroupNormGeom {
   int64_t n = 0, c = 0, s = 1, groups = 1;
 };
 
+// What check_indices validates and how a failure is reported:
+//   "<fn>: <what>[<pos>] = <value> is out of range [0, <limit>)<note>"
+struct IndexCheck {
+  const char *fn = "";    // the public function (the message's prefix)
+  const char *what = "";  // the argument's name
+  int64_t limit = 0;      // valid indices are [0, limit)
+  bool has_ignore = false;
+  int64_t ignore = 0;     // with has_ignore: this value is valid and not counted
+  const char *note = "";  // appended to the message (copied if kept)
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -198,6 +210,25 @@ class Backend {
   virtual void cross_entropy_backward(const View &logits, const View &target, int64_t n,
                                       int64_t c, int64_t ignore_index, const View &row_scale,
                                       const View &glogits) = 0;
+
+  // Validates contiguous I64 indices (IndexCheck) and, when inv_count (an F64
+  // scalar) is given, writes 1 / (the number of indices != ignore) there
+  // (1/0 = inf). A backend whose memory the host can read (the CPU) checks
+  // synchronously and fails with MIXP_ERR_INVALID_ARGUMENT before writing
+  // anything. A device backend must not wait: it checks on the device,
+  // keeps the first bad (position, value) and reports it from the next call
+  // that synchronises anyway (copy_to_host, synchronize, count_nonfinite);
+  // the kernels that consume bad indices must then neither read nor write
+  // out of bounds (cross_entropy: NaN loss, zero gradient row; embedding:
+  // zero row, no gradient).
+  virtual void check_indices(const IndexCheck &chk, const View &indices,
+                             const View *inv_count) = 0;
+  // dst (contiguous [outer, n, inner], overwritten) = 0 except
+  // dst[o, indices[o, i], i] = src[o, i] (raw bits of the element); src and
+  // I64 indices contiguous [outer, inner], src and dst of one dtype. Indices
+  // outside [0, n) are skipped. (The gradient of max along a dim.)
+  virtual void scatter_dim(const View &src, const View &indices, int64_t outer, int64_t n,
+                           int64_t inner, const View &dst) = 0;
 
   // --- random -------------------------------------------------------------
   // out[i] = i-th uniform [0,1) (or normal) of the Philox stream (seed,
@@ -300,11 +331,12 @@ class Backend {
                                    const View &mean, const View &rstd, const View *weight,
                                    const View *gx, const View *gw, const View *gb) = 0;
   // out[i, :] = weight[indices[i], :]; weight [v, d], contiguous I64 indices
-  // [n] already checked to lie in [0, v), out [n, d].
+  // [n] passed through check_indices (a row whose index is out of [0, v)
+  // anyway -- a deferred device check -- is written as zeros), out [n, d].
   virtual void embedding(const View &weight, const View &indices, const View &out) = 0;
   // gw [v, d] (overwritten) = the sum of the rows of gy [n, d] that each
   // index picked, in index order (no atomics); row padding_idx (if in range)
-  // stays zero.
+  // stays zero; rows of gy whose index is out of [0, v) are dropped.
   virtual void embedding_backward(const View &gy, const View &indices, int64_t padding_idx,
                                   const View &gw) = 0;
 };

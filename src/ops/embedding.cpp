@@ -1,7 +1,8 @@
 // embedding: rows of a [V, D] table picked by I64 indices. The indices are
-// checked on the host before anything is allocated or written, so a bad
-// index is an error naming it rather than a read outside the table.
+// checked by the backend (Backend::check_indices) before the gather, so a
+// bad index is an error naming it rather than a read outside the table.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "autograd/node.hpp"
@@ -55,13 +56,16 @@ TensorPtr embedding(const TensorPtr &weight_in, const TensorPtr &indices, int64_
   TensorPtr ic = contiguous(detach(*indices));
   const int64_t unit_stride = 1;
   ic = make_view(*ic, Shape{n}, &unit_stride, ic->offset);
-  std::vector<int64_t> host(static_cast<size_t>(n));
-  if (n > 0) backend_of(*ic).copy_to_host(host.data(), ic->data(), size_t(n) * sizeof(int64_t));
-  for (int64_t i = 0; i < n; ++i)
-    if (host[size_t(i)] < 0 || host[size_t(i)] >= v)
-      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": indices[", i, "] = ", host[size_t(i)],
-           " is out of range [0, ", v, ") (flat position in indices of shape ",
-           shape_str(*indices), ")");
+  // The backend validates the indices: the CPU fails right here, before
+  // anything is allocated or written; a device checks where they live and
+  // reports at its next synchronisation (backend.hpp, check_indices).
+  const std::string note = " (flat position in indices of shape " + shape_str(*indices) + ")";
+  IndexCheck chk;
+  chk.fn = fn;
+  chk.what = "indices";
+  chk.limit = v;
+  chk.note = note.c_str();
+  backend_of(*ic).check_indices(chk, view_of(*ic), nullptr);
 
   Shape oshape = shape_of(*indices);
   oshape.d[oshape.ndim++] = d;

@@ -1,6 +1,7 @@
 // Losses: softmax cross-entropy over class indices (fused kernel, PyTorch's
 // ignore_index and reduction semantics) and the mean squared error.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "autograd/node.hpp"
@@ -26,7 +27,7 @@ struct CrossEntropyNode : Node {
   mixp_reduction reduction = MIXP_REDUCTION_MEAN;
   int64_t ignore_index = MIXP_IGNORE_INDEX_DEFAULT;
   int64_t n = 0, c = 0;
-  double scale = 1.0;  // 1/count for the mean
+  TensorPtr inv_count;  // F64 scalar on the device: 1/count for the mean
 
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &grads) override {
     const DType ldt = loss_dtype(logits->dtype);
@@ -36,7 +37,9 @@ struct CrossEntropyNode : Node {
       rs = contiguous(cast(g, ldt));
     } else {
       rs = contiguous(cast(expand(reshape(g, Shape{1}), Shape{n}), ldt));
-      if (reduction == MIXP_REDUCTION_MEAN) rs = mul_scalar(rs, scale);
+      // Rounding 1/count to the loss dtype first keeps the bits of a
+      // multiply by a host scalar (mul_scalar), without reading the count.
+      if (reduction == MIXP_REDUCTION_MEAN) rs = mul(rs, cast(inv_count, ldt));
     }
     TensorPtr gl = empty(logits->session.get(), logits->dtype, shape_of(*logits));
     if (gl->numel() > 0)
@@ -47,6 +50,7 @@ struct CrossEntropyNode : Node {
   void release_saved() override {
     logits.reset();
     target.reset();
+    inv_count.reset();
   }
 };
 
@@ -74,31 +78,44 @@ TensorPtr cross_entropy(const TensorPtr &logits_in, const TensorPtr &target, mix
 
   Backend &be = backend_of(*logits);
   TensorPtr tc = contiguous(detach(*target));
-  // The targets are read on the host: an out-of-range class must be an error
-  // message, not a kernel reading outside its row; the mean needs the count.
-  std::vector<int64_t> th(static_cast<size_t>(n));
-  if (n > 0) be.copy_to_host(th.data(), tc->data(), size_t(n) * sizeof(int64_t));
-  int64_t count = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t t = th[size_t(i)];
-    if (t == ignore_index) continue;
-    if (t < 0 || t >= c)
-      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": target[", i, "] = ", t, " is out of range [0, ", c,
-           ") and is not ignore_index (", ignore_index, ")");
-    ++count;
-  }
+  // The backend validates the targets (an out-of-range class must be an
+  // error naming it, never a kernel reading outside its row) and counts the
+  // non-ignored ones for the mean, where they live: the CPU fails right
+  // here, a device reports at its next synchronisation (backend.hpp).
+  const std::string note = " and is not ignore_index (" + std::to_string(ignore_index) + ")";
+  IndexCheck chk;
+  chk.fn = fn;
+  chk.what = "target";
+  chk.limit = c;
+  chk.has_ignore = true;
+  chk.ignore = ignore_index;
+  chk.note = note.c_str();
+  TensorPtr inv_count = empty(s, MIXP_F64, Shape{});
+  const View inv_view = view_of(*inv_count);
+  be.check_indices(chk, view_of(*tc), &inv_view);
 
   const DType ldt = loss_dtype(logits->dtype);
   TensorPtr lc = contiguous(detach(*logits));
   TensorPtr losses = empty(s, ldt, Shape{n});
   if (n > 0) be.cross_entropy(view_of(*lc), view_of(*tc), n, c, ignore_index, view_of(*losses));
 
-  // PyTorch's mean over zero non-ignored targets is 0/0 = NaN; 1/0 * 0 gives it.
-  const double scale = reduction == MIXP_REDUCTION_MEAN ? 1.0 / double(count) : 1.0;
   TensorPtr out = losses;
-  if (reduction != MIXP_REDUCTION_NONE) {
+  if (reduction == MIXP_REDUCTION_SUM) {
     out = empty(s, ldt, Shape{});
-    be.sum_rows(view_of(*losses), 1, n, view_of(*out), scale);
+    be.sum_rows(view_of(*losses), 1, n, view_of(*out), 1.0);
+  } else if (reduction == MIXP_REDUCTION_MEAN) {
+    // The sum in double times 1/count in double, rounded once to ldt: the
+    // bits of sum_rows(scale = 1/count) with the count left on the device.
+    // PyTorch's mean over zero non-ignored targets is 0/0 = NaN; 0 * inf gives it.
+    TensorPtr total = empty(s, MIXP_F64, Shape{});
+    be.sum_rows(view_of(*losses), 1, n, view_of(*total), 1.0);
+    TensorPtr mean64 = empty(s, MIXP_F64, Shape{});
+    be.binary(BinaryOp::Mul, view_of(*total), view_of(*inv_count), view_of(*mean64));
+    out = mean64;
+    if (ldt != MIXP_F64) {
+      out = empty(s, ldt, Shape{});
+      be.copy(view_of(*mean64), view_of(*out));
+    }
   }
   if (out->dtype != logits->dtype) out = cast(out, logits->dtype);
 
@@ -111,7 +128,7 @@ TensorPtr cross_entropy(const TensorPtr &logits_in, const TensorPtr &target, mix
     node->ignore_index = ignore_index;
     node->n = n;
     node->c = c;
-    node->scale = scale;
+    node->inv_count = inv_count;
     record(node, {logits.get()}, {out.get()});
   }
   return scope.finish(out);

@@ -1,7 +1,6 @@
 // Reductions: sum and mean over any set of dims, max/argmax along one dim.
 // Sums move the reduced dims to the end and reduce rows of one contiguous
 // buffer, so a single kernel (sum_rows) serves every combination of dims.
-#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -128,8 +127,7 @@ AxisSplit split_axis(const char *fn, const Tensor &x, int dim, bool keepdim) {
 }
 
 // Routes the gradient of the maxima to the first maximal position of each
-// slice. The scatter runs on the host through the backend's copies: it is
-// the only scatter mixp needs, and max is rare enough in training graphs.
+// slice, by a scatter on the backend's device (no host round trip).
 struct MaxNode : Node {
   TensorPtr indices;  // I64, contiguous [outer, inner]
   Shape in_shape;
@@ -137,23 +135,10 @@ struct MaxNode : Node {
   int64_t outer = 1, n = 1, inner = 1;
 
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &grads) override {
-    TensorPtr g = contiguous(grads[0]);
-    Backend &be = backend_of(*g);
-    const size_t es = dtype_size(dtype);
-    const int64_t m = outer * inner;
-    std::vector<int64_t> idx(static_cast<size_t>(m));
-    std::vector<unsigned char> gh(size_t(m) * es), gxh(size_t(m * n) * es, 0);  // zero bits are +0.0
-    if (m > 0) {
-      be.copy_to_host(idx.data(), indices->data(), size_t(m) * sizeof(int64_t));
-      be.copy_to_host(gh.data(), g->data(), gh.size());
-    }
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t i = 0; i < inner; ++i) {
-        const int64_t src = o * inner + i, dst = (o * n + idx[size_t(src)]) * inner + i;
-        std::memcpy(&gxh[size_t(dst) * es], &gh[size_t(src) * es], es);
-      }
+    TensorPtr g = contiguous(grads[0]->dtype == dtype ? grads[0] : cast(grads[0], dtype));
     TensorPtr gx = empty(g->session.get(), dtype, in_shape);
-    if (!gxh.empty()) be.copy_from_host(gx->data(), gxh.data(), gxh.size());
+    if (gx->numel() > 0)
+      backend_of(*g).scatter_dim(view_of(*g), view_of(*indices), outer, n, inner, view_of(*gx));
     return {gx};
   }
   void release_saved() override { indices.reset(); }

@@ -377,10 +377,11 @@ static void test_train_f16_grad_scaler(void **state) {
   train_parity(1);
 }
 
-/* scale -> backward -> unscale -> clip -> step -> update never waits for the
- * GPU: the found-inf flag, the scale and the clip coefficient stay on the
- * device. (The forward's cross_entropy reads its targets back to validate
- * them, so the count starts after the forward.) */
+/* A whole training step -- forward with cross_entropy, scale -> backward ->
+ * unscale -> clip -> step -> update -- never waits for the GPU: the targets
+ * are validated and counted on the device, the found-inf flag, the scale
+ * and the clip coefficient stay there. (The window opens after the loader
+ * has uploaded the batch.) */
 static void test_grad_scaler_step_is_sync_free(void **state) {
   (void)state;
   run g;
@@ -392,6 +393,8 @@ static void test_grad_scaler_step_is_sync_free(void **state) {
     mixp_status st = mixp_loader_next(g.loader, &x, &y);
     if (st == MIXP_DONE) st = mixp_loader_next(g.loader, &x, &y);
     MT_OK(st);
+    uint64_t before = 0, after = 0;
+    MT_OK(mixp_session_host_syncs(g.s, &before));
     const int64_t flat[2] = {-1, IN};
     mixp_autocast_options ao;
     mixp_autocast_options_init(&ao);
@@ -404,8 +407,6 @@ static void test_grad_scaler_step_is_sync_free(void **state) {
     MT_OK(mixp_cross_entropy(logits, y, MIXP_REDUCTION_MEAN, -100, &loss));
     MT_OK(mixp_autocast_pop(g.s));
     MT_OK(mixp_optimizer_zero_grad(g.opt));
-    uint64_t before = 0, after = 0;
-    MT_OK(mixp_session_host_syncs(g.s, &before));
     MT_OK(mixp_grad_scaler_scale(g.scaler, loss, &scaled));
     MT_OK(mixp_backward(scaled, NULL));
     MT_OK(mixp_grad_scaler_unscale(g.scaler, g.opt));
@@ -414,7 +415,7 @@ static void test_grad_scaler_step_is_sync_free(void **state) {
     MT_OK(mixp_grad_scaler_update(g.scaler));
     MT_OK(mixp_session_host_syncs(g.s, &after));
     if (after != before) {
-      print_error("step %d: %llu host syncs during scale/backward/unscale/clip/step/update\n", i,
+      print_error("step %d: %llu host syncs during forward/scale/backward/unscale/clip/step/update\n", i,
                   (unsigned long long)(after - before));
       fail();
     }
@@ -427,6 +428,131 @@ static void test_grad_scaler_step_is_sync_free(void **state) {
     for (size_t k = 0; k < sizeof ts / sizeof *ts; ++k) mixp_tensor_release(ts[k]);
   }
   run_free(&g);
+}
+
+/* The same for a model whose forward starts with an embedding: its indices
+ * are validated on the device too, and max's backward scatters there. */
+static void test_embedding_step_is_sync_free(void **state) {
+  (void)state;
+  enum { V = 50, D = 16, B = 8, T = 4, K = 10 };
+  mixp_session *s = g_gpu;
+  mixp_module *emb = NULL, *lin = NULL;
+  MT_OK(mixp_embedding_create(s, V, D, -1, MIXP_F32, &emb));
+  MT_OK(mixp_linear_create(s, D, K, 1, MIXP_F32, &lin));
+  mixp_tensor *params[3];
+  MT_OK(mixp_module_parameter(emb, 0, &params[0]));
+  MT_OK(mixp_module_parameter(lin, 0, &params[1]));
+  MT_OK(mixp_module_parameter(lin, 1, &params[2]));
+  mixp_optimizer_options oo;
+  mixp_optimizer_options_init(&oo, MIXP_OPTIM_ADAMW);
+  mixp_optimizer *opt = NULL;
+  MT_OK(mixp_optimizer_create(s, params, 3, &oo, &opt));
+  mixp_grad_scaler_options go;
+  mixp_grad_scaler_options_init(&go);
+  mixp_grad_scaler *scaler = NULL;
+  MT_OK(mixp_grad_scaler_create(s, &go, &scaler));
+  for (int it = 0; it < 6; ++it) {
+    int64_t tok[B * T], tgt[B];
+    for (int i = 0; i < B * T; ++i) tok[i] = (i * 7 + it * 3) % V;
+    for (int i = 0; i < B; ++i) tgt[i] = (i + it) % K;
+    const int64_t tshape[2] = {B, T}, yshape[1] = {B};
+    mixp_tensor *x = NULL, *y = NULL, *e = NULL, *pooled = NULL, *logits = NULL, *loss = NULL,
+                *scaled = NULL, *norm = NULL;
+    MT_OK(mixp_tensor_from_host(s, tok, sizeof tok, MIXP_I64, tshape, 2, &x));
+    MT_OK(mixp_tensor_from_host(s, tgt, sizeof tgt, MIXP_I64, yshape, 1, &y));
+    uint64_t before = 0, after = 0;
+    MT_OK(mixp_session_host_syncs(s, &before));
+    mixp_autocast_options ao;
+    mixp_autocast_options_init(&ao);
+    ao.dtype = MIXP_F16;
+    MT_OK(mixp_autocast_push(s, &ao));
+    MT_OK(mixp_module_forward(emb, x, &e));
+    MT_OK(mixp_max(e, 1, 0, &pooled, NULL)); /* max-pool over the tokens */
+    MT_OK(mixp_module_forward(lin, pooled, &logits));
+    MT_OK(mixp_cross_entropy(logits, y, MIXP_REDUCTION_MEAN, -100, &loss));
+    MT_OK(mixp_autocast_pop(s));
+    MT_OK(mixp_optimizer_zero_grad(opt));
+    MT_OK(mixp_grad_scaler_scale(scaler, loss, &scaled));
+    MT_OK(mixp_backward(scaled, NULL));
+    MT_OK(mixp_grad_scaler_unscale(scaler, opt));
+    MT_OK(mixp_clip_grad_norm(opt, 1.0, &norm));
+    MT_OK(mixp_grad_scaler_step(scaler, opt));
+    MT_OK(mixp_grad_scaler_update(scaler));
+    MT_OK(mixp_session_host_syncs(s, &after));
+    /* The first steps may wait for a staging slot or build plans. */
+    if (it >= 2 && after != before) {
+      print_error("step %d: %llu host syncs in an embedding model's training step\n", it,
+                  (unsigned long long)(after - before));
+      fail();
+    }
+    double v = 0;
+    MT_OK(mixp_tensor_item(loss, &v));
+    assert_false(isnan(v));
+    mixp_tensor *ts[] = {x, y, e, pooled, logits, loss, scaled, norm};
+    for (size_t k = 0; k < sizeof ts / sizeof *ts; ++k) mixp_tensor_release(ts[k]);
+  }
+  for (int i = 0; i < 3; ++i) mixp_tensor_release(params[i]);
+  mixp_grad_scaler_destroy(scaler);
+  mixp_optimizer_destroy(opt);
+  mixp_module_destroy(emb);
+  mixp_module_destroy(lin);
+}
+
+/* Deferred validation: a bad target or index does not fail its op on the
+ * device (that would need a sync); the next call that waits for the device
+ * fails with MIXP_ERR_INVALID_ARGUMENT naming the first bad (op, position,
+ * value) in stream order, writes nothing, and the session goes on. The
+ * offending kernels read nothing out of bounds: a NaN loss, zero rows. */
+static void test_deferred_index_error(void **state) {
+  (void)state;
+  mixp_session *s = g_gpu;
+  const int64_t lshape[2] = {16, 10}, tshape[1] = {16}, wshape[2] = {6, 3}, ishape[1] = {4};
+  float logits_h[160], w_h[18];
+  for (int i = 0; i < 160; ++i) logits_h[i] = (float)((i * 37) % 11) / 11.0f;
+  for (int i = 0; i < 18; ++i) w_h[i] = (float)i;
+  int64_t tgt[16];
+  for (int i = 0; i < 16; ++i) tgt[i] = i % 10;
+  tgt[12] = 57;
+  tgt[14] = -3; /* a later bad one: the first is reported */
+  const int64_t idx[4] = {0, 5, 9, 1};
+  mixp_tensor *logits = NULL, *t = NULL, *w = NULL, *ix = NULL, *loss = NULL, *rows = NULL;
+  MT_OK(mixp_tensor_from_host(s, logits_h, sizeof logits_h, MIXP_F32, lshape, 2, &logits));
+  MT_OK(mixp_tensor_from_host(s, tgt, sizeof tgt, MIXP_I64, tshape, 1, &t));
+  MT_OK(mixp_tensor_from_host(s, w_h, sizeof w_h, MIXP_F32, wshape, 2, &w));
+  MT_OK(mixp_tensor_from_host(s, idx, sizeof idx, MIXP_I64, ishape, 1, &ix));
+  int64_t settle[16];
+  MT_OK(mixp_tensor_to_host(t, settle, sizeof settle)); /* the uploads are done */
+  double v = 0;
+  uint64_t before = 0, after = 0;
+  MT_OK(mixp_session_host_syncs(s, &before));
+  MT_OK(mixp_cross_entropy(logits, t, MIXP_REDUCTION_MEAN, -100, &loss));
+  MT_OK(mixp_embedding(w, ix, -1, &rows));
+  MT_OK(mixp_session_host_syncs(s, &after));
+  assert_true(after == before); /* neither op waited */
+  v = 42.0;
+  MT_FAILS(mixp_tensor_item(loss, &v), MIXP_ERR_INVALID_ARGUMENT,
+           "mixp_cross_entropy: target[12] = 57 is out of range [0, 10)");
+  assert_non_null(strstr(mixp_last_error(), "(detected on the device)"));
+  assert_true(v == 42.0); /* nothing written */
+  /* Reported once: the embedding's bad index was queued after the first
+   * error in stream order, so it is not reported. */
+  MT_OK(mixp_tensor_item(loss, &v));
+  assert_true(isnan(v));
+  float out_h[12];
+  MT_OK(mixp_tensor_to_host(rows, out_h, sizeof out_h));
+  for (int j = 0; j < 3; ++j) {
+    assert_true(out_h[3 + j] == w_h[15 + j]); /* row 5 */
+    assert_true(out_h[6 + j] == 0.0f);        /* index 9: a zero row */
+  }
+  /* Alone, the embedding's error is the one reported. */
+  mixp_tensor_release(rows);
+  rows = NULL;
+  MT_OK(mixp_embedding(w, ix, -1, &rows));
+  MT_FAILS(mixp_tensor_to_host(rows, out_h, sizeof out_h), MIXP_ERR_INVALID_ARGUMENT,
+           "mixp_embedding: indices[2] = 9 is out of range [0, 6)");
+  MT_OK(mixp_tensor_to_host(rows, out_h, sizeof out_h));
+  mixp_tensor *ts[] = {logits, t, w, ix, loss, rows};
+  for (size_t k = 0; k < sizeof ts / sizeof *ts; ++k) mixp_tensor_release(ts[k]);
 }
 
 /* Out of memory is an error the session survives. */
@@ -479,6 +605,8 @@ int main(void) {
       cmocka_unit_test(test_train_fp32),
       cmocka_unit_test(test_train_f16_grad_scaler),
       cmocka_unit_test(test_grad_scaler_step_is_sync_free),
+      cmocka_unit_test(test_embedding_step_is_sync_free),
+      cmocka_unit_test(test_deferred_index_error),
       cmocka_unit_test(test_out_of_memory_is_recoverable),
       cmocka_unit_test(test_borrow_host_refused),
   };

@@ -46,6 +46,10 @@ class CpuBackend final : public Backend {
   void cross_entropy_backward(const View &logits, const View &target, int64_t n, int64_t c,
                               int64_t ignore_index, const View &row_scale,
                               const View &glogits) override;
+  // cpu/indices.cpp
+  void check_indices(const IndexCheck &chk, const View &indices, const View *inv_count) override;
+  void scatter_dim(const View &src, const View &indices, int64_t outer, int64_t n, int64_t inner,
+                   const View &dst) override;
 
   void rand_uniform(const View &out, uint64_t seed, uint64_t offset) override;
   void rand_normal(const View &out, uint64_t seed, uint64_t offset) override;
