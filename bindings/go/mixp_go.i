@@ -149,8 +149,21 @@ MIXP_GO_OUT(int *found_inf, *int32)
 MIXP_GO_OUT(int *size, *int32)
 MIXP_GO_OUT(int *ndim, *int32)
 MIXP_GO_OUT(int64_t *growth_tracker, *int64)
+MIXP_GO_OUT(int64_t *step, *int64)
 MIXP_GO_OUT(size_t *size, *uint64)
 MIXP_GO_OUT(size_t *written, *uint64)
+
+/* The training-state metadata: "" stores none (NULL), like Python's None.
+ * (A named "in" typemap drops go.swg's char * freearg: free the copy here.) */
+%typemap(in) const char *user_metadata (char *copy = NULL) %{
+  if ($input.n > 0) {
+    copy = (char *)malloc($input.n + 1);
+    memcpy(copy, $input.p, $input.n);
+    copy[$input.n] = '\0';
+  }
+  $1 = copy;
+%}
+%typemap(freearg) const char *user_metadata %{ free(copy$argnum); %}
 
 /* ---- slices in and out ------------------------------------------------------ */
 %define MIXP_GO_SLICE(CTYPE, PTR, COUNTTYPE, COUNT, GOTYPE)
