@@ -38,3 +38,15 @@ else()
     COMMAND ${MIXP_PY_TEST_DIR}/skip.sh "the Python binding was not built, or a sanitizer build")
 endif()
 set_tests_properties(python_pip_install PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+
+# The bindings' native libraries export their language's entry points only.
+foreach(pair "mixp_go|_wrap_" "mixp_jni|Java_" "mixp_python|PyInit_")
+  string(REPLACE "|" ";" pair "${pair}")
+  list(GET pair 0 target)
+  list(GET pair 1 pattern)
+  if(TARGET ${target})
+    add_test(NAME ${target}_exports_only_entry_points
+             COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:${target}> -DPATTERN=${pattern}
+                     -P ${CMAKE_CURRENT_SOURCE_DIR}/abi/check_binding_symbols.cmake)
+  endif()
+endforeach()

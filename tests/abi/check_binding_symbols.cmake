@@ -1,0 +1,28 @@
+# Fails unless a binding's native library exports only its language's entry
+# points: SWIG wrappers (_wrap_*, called by cgo), JNI functions (Java_*) or the
+# Python module init (PyInit_*). Helpers and C++ instantiations must stay local
+# so that two libraries loaded in one process never bind to each other's copies.
+execute_process(COMMAND nm -D --defined-only ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "nm failed on ${LIB}")
+endif()
+string(REPLACE "\n" ";" lines "${out}")
+set(count 0)
+set(bad "")
+foreach(line ${lines})
+  if(line MATCHES "^[0-9a-fA-F]+ ([A-Za-z]) (.+)$")
+    set(sym ${CMAKE_MATCH_2})
+    if(sym MATCHES "^${PATTERN}")
+      math(EXPR count "${count} + 1")
+    elseif(NOT sym MATCHES "^(_init|_fini|_edata|_end|__bss_start)$")
+      list(APPEND bad ${sym})
+    endif()
+  endif()
+endforeach()
+if(bad)
+  message(FATAL_ERROR "${LIB} exports symbols outside ${PATTERN}*: ${bad}")
+endif()
+if(count EQUAL 0)
+  message(FATAL_ERROR "${LIB} exports no ${PATTERN}* symbol")
+endif()
+message(STATUS "${LIB}: ${count} exported symbols, all ${PATTERN}*")
