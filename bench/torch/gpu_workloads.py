@@ -205,8 +205,8 @@ def main():
     dev = torch.device(a.device)
     if dev.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = False
-    todo = a.only or ["gemm", "adamw", "mlp-launch", "fmnist"]
-    for w in todo:
+    workloads = a.only or ["gemm", "adamw", "mlp-launch", "fmnist"]
+    for w in workloads:
         {"gemm": bench_gemm, "adamw": bench_adamw, "mlp-launch": bench_mlp_launch,
          "fmnist": bench_fmnist}[w](dev, a.quick)
 
