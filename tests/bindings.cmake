@@ -47,6 +47,6 @@ foreach(pair "mixp_go|_wrap_" "mixp_jni|Java_" "mixp_python|PyInit_")
   if(TARGET ${target})
     add_test(NAME ${target}_exports_only_entry_points
              COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:${target}> -DPATTERN=${pattern}
-                     -P ${CMAKE_CURRENT_SOURCE_DIR}/abi/check_binding_symbols.cmake)
+                     -P ${CMAKE_CURRENT_SOURCE_DIR}/abi/check_exports.cmake)
   endif()
 endforeach()

@@ -1,0 +1,36 @@
+# Fails unless the shared library LIB exports only symbols matching PATTERN (a
+# regex anchored at the start), and at least MIN of them (default 1). One check
+# for every library mixp builds:
+#   libmixp.so       PATTERN mixp_                    MIN 50 (the API is all there)
+#   libmixp_cuda.so  PATTERN mixp_backend_plugin_v1$  (its one versioned entry point)
+#   binding modules  PATTERN _wrap_ | Java_ | PyInit_ (the language's entry points;
+#                    helpers and C++ instantiations stay local, so two libraries
+#                    in one process never bind to each other's copies)
+# Version-script node names and the linker's own symbols are not exports.
+if(NOT DEFINED MIN)
+  set(MIN 1)
+endif()
+execute_process(COMMAND nm -D --defined-only ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "nm failed on ${LIB}")
+endif()
+string(REPLACE "\n" ";" lines "${out}")
+set(count 0)
+set(bad "")
+foreach(line ${lines})
+  if(line MATCHES "^[0-9a-fA-F]+ ([A-Za-z]) (.+)$")
+    set(sym ${CMAKE_MATCH_2})
+    if(sym MATCHES "^${PATTERN}")
+      math(EXPR count "${count} + 1")
+    elseif(NOT sym MATCHES "^(MIXP_[0-9_]+|_init|_fini|_edata|_end|__bss_start)$")
+      list(APPEND bad ${sym})
+    endif()
+  endif()
+endforeach()
+if(bad)
+  message(FATAL_ERROR "${LIB} exports symbols outside ${PATTERN}: ${bad}")
+endif()
+if(count LESS MIN)
+  message(FATAL_ERROR "${LIB} exports ${count} symbols matching ${PATTERN}, expected at least ${MIN}")
+endif()
+message(STATUS "${LIB}: ${count} exported symbols, all matching ${PATTERN}")
