@@ -39,8 +39,8 @@ def linear(x, weight, bias=None):
     return x._new(capi.mixp_linear(x._h, weight._h, _h(bias)))
 
 
-def relu(x):
-    return x._new(capi.mixp_relu(x._h))
+# Functions that are also Tensor methods are those methods (one definition).
+relu = Tensor.relu
 
 
 def gelu(x, approximate="none"):
@@ -48,12 +48,10 @@ def gelu(x, approximate="none"):
     return x._new(capi.mixp_gelu(x._h, approx))
 
 
-def sigmoid(x):
-    return x._new(capi.mixp_sigmoid(x._h))
+sigmoid = Tensor.sigmoid
 
 
-def tanh(x):
-    return x._new(capi.mixp_tanh(x._h))
+tanh = Tensor.tanh
 
 
 def silu(x):
@@ -68,12 +66,10 @@ def hardsigmoid(x):
     return x._new(capi.mixp_hardsigmoid(x._h))
 
 
-def softmax(x, dim):
-    return x._new(capi.mixp_softmax(x._h, dim))
+softmax = Tensor.softmax
 
 
-def log_softmax(x, dim):
-    return x._new(capi.mixp_log_softmax(x._h, dim))
+log_softmax = Tensor.log_softmax
 
 
 def cross_entropy(logits, target, reduction="mean", ignore_index=capi.MIXP_IGNORE_INDEX_DEFAULT):
