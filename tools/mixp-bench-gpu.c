@@ -23,14 +23,8 @@
 #include <time.h>
 
 #include "mixp/mixp.h"
+#include "mixp-bench.h"
 
-#define GCHECK(call)                                                             \
-  do {                                                                           \
-    if ((call) != MIXP_OK) {                                                     \
-      fprintf(stderr, "mixp-bench: %s failed: %s\n", #call, mixp_last_error()); \
-      exit(1);                                                                   \
-    }                                                                            \
-  } while (0)
 
 enum { MAX_ROWS = 64 };
 typedef struct row {
@@ -41,12 +35,6 @@ typedef struct row {
 
 static row g_rows[MAX_ROWS];
 static int g_nrows;
-
-static double wall(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static void add_row(const char *name, const char *unit, double v) {
   if (g_nrows == MAX_ROWS) return;
@@ -64,11 +52,11 @@ static void device_sync(mixp_session *s) {
   if (last != s) {
     mixp_tensor_release(tick);
     int64_t one[1] = {1};
-    GCHECK(mixp_tensor_zeros(s, MIXP_F32, one, 1, &tick));
+    CHECK(mixp_tensor_zeros(s, MIXP_F32, one, 1, &tick));
     last = s;
   }
   double v;
-  GCHECK(mixp_tensor_item(tick, &v));
+  CHECK(mixp_tensor_item(tick, &v));
 }
 
 static mixp_session *gpu_session(const char *device) {
@@ -100,22 +88,22 @@ static void bench_gemm(mixp_session *s, int quick) {
     for (int d = 0; d < 2; ++d) {
       int64_t sa[2] = {m, k}, sb[2] = {k, n};
       mixp_tensor *a = NULL, *b = NULL, *c = NULL;
-      GCHECK(mixp_tensor_randn(s, dts[d], sa, 2, &a));
-      GCHECK(mixp_tensor_randn(s, dts[d], sb, 2, &b));
+      CHECK(mixp_tensor_randn(s, dts[d], sa, 2, &a));
+      CHECK(mixp_tensor_randn(s, dts[d], sb, 2, &b));
       const double flop = 2.0 * (double)m * (double)n * (double)k;
       int reps = quick ? 3 : (int)fmax(10.0, 2e13 / flop);
       for (int w = 0; w < 3; ++w) {
-        GCHECK(mixp_matmul(a, b, &c));
+        CHECK(mixp_matmul(a, b, &c));
         mixp_tensor_release(c);
       }
       device_sync(s);
-      const double t0 = wall();
+      const double t0 = bench_now();
       for (int r = 0; r < reps; ++r) {
-        GCHECK(mixp_matmul(a, b, &c));
+        CHECK(mixp_matmul(a, b, &c));
         mixp_tensor_release(c);
       }
       device_sync(s);
-      const double t = (wall() - t0) / reps;
+      const double t = (bench_now() - t0) / reps;
       char name[64];
       snprintf(name, sizeof name, "gemm %s %lldx%lldx%lld", mixp_dtype_name(dts[d]), (long long)m,
                (long long)k, (long long)n);
@@ -153,14 +141,14 @@ static void bench_adamw(mixp_session *s, int quick) {
   mixp_tensor *params[160], *total = NULL;
   double numel = 0;
   for (int i = 0; i < np; ++i) {
-    GCHECK(mixp_tensor_randn(s, MIXP_F32, shapes[i], ndims[i], &params[i]));
-    GCHECK(mixp_tensor_set_requires_grad(params[i], 1));
+    CHECK(mixp_tensor_randn(s, MIXP_F32, shapes[i], ndims[i], &params[i]));
+    CHECK(mixp_tensor_set_requires_grad(params[i], 1));
     numel += (double)mixp_tensor_numel(params[i]);
     /* Every gradient becomes ones: backward of the sum of all sums. */
     mixp_tensor *t = NULL, *acc = NULL;
-    GCHECK(mixp_sum(params[i], NULL, 0, 0, &t));
+    CHECK(mixp_sum(params[i], NULL, 0, 0, &t));
     if (total) {
-      GCHECK(mixp_add(total, t, &acc));
+      CHECK(mixp_add(total, t, &acc));
       mixp_tensor_release(total);
       mixp_tensor_release(t);
       total = acc;
@@ -168,13 +156,13 @@ static void bench_adamw(mixp_session *s, int quick) {
       total = t;
     }
   }
-  GCHECK(mixp_backward(total, NULL));
+  CHECK(mixp_backward(total, NULL));
   mixp_tensor_release(total);
   mixp_optimizer_options oo;
   mixp_optimizer_options_init(&oo, MIXP_OPTIM_ADAMW);
   oo.lr = 1e-4;
   mixp_optimizer *opt = NULL;
-  GCHECK(mixp_optimizer_create(s, params, np, &oo, &opt));
+  CHECK(mixp_optimizer_create(s, params, np, &oo, &opt));
   /* Scale 2: every unscale really multiplies, and 120 halvings keep the
    * gradients normal. */
   mixp_grad_scaler_options so;
@@ -182,20 +170,20 @@ static void bench_adamw(mixp_session *s, int quick) {
   so.init_scale = 2.0;
   so.growth_interval = 2147483647;
   mixp_grad_scaler *sc = NULL;
-  GCHECK(mixp_grad_scaler_create(s, &so, &sc));
+  CHECK(mixp_grad_scaler_create(s, &so, &sc));
   const int warm = quick ? 3 : 20, reps = quick ? 3 : 100;
   double t0 = 0;
   for (int i = 0; i < warm + reps; ++i) {
     if (i == warm) {
       device_sync(s);
-      t0 = wall();
+      t0 = bench_now();
     }
-    GCHECK(mixp_grad_scaler_unscale(sc, opt));
-    GCHECK(mixp_grad_scaler_step(sc, opt));
-    GCHECK(mixp_grad_scaler_update(sc));
+    CHECK(mixp_grad_scaler_unscale(sc, opt));
+    CHECK(mixp_grad_scaler_step(sc, opt));
+    CHECK(mixp_grad_scaler_update(sc));
   }
   device_sync(s);
-  const double t = (wall() - t0) / reps;
+  const double t = (bench_now() - t0) / reps;
   char name[64];
   snprintf(name, sizeof name, "unscale+adamw %d tensors %.1fM", np, numel / 1e6);
   add_row(name, "GB/s", 36.0 * numel / t / 1e9);
@@ -210,61 +198,61 @@ static void bench_mlp_launch(mixp_session *s, int quick) {
   mixp_module *lin[4];
   mixp_tensor *params[8];
   for (int i = 0; i < 4; ++i) {
-    GCHECK(mixp_linear_create(s, 1024, 1024, 1, MIXP_F32, &lin[i]));
-    GCHECK(mixp_module_parameter(lin[i], 0, &params[2 * i]));
-    GCHECK(mixp_module_parameter(lin[i], 1, &params[2 * i + 1]));
+    CHECK(mixp_linear_create(s, 1024, 1024, 1, MIXP_F32, &lin[i]));
+    CHECK(mixp_module_parameter(lin[i], 0, &params[2 * i]));
+    CHECK(mixp_module_parameter(lin[i], 1, &params[2 * i + 1]));
   }
   mixp_optimizer_options oo;
   mixp_optimizer_options_init(&oo, MIXP_OPTIM_ADAMW);
   oo.lr = 1e-4;
   mixp_optimizer *opt = NULL;
-  GCHECK(mixp_optimizer_create(s, params, 8, &oo, &opt));
+  CHECK(mixp_optimizer_create(s, params, 8, &oo, &opt));
   mixp_grad_scaler_options so;
   mixp_grad_scaler_options_init(&so);
   mixp_grad_scaler *sc = NULL;
-  GCHECK(mixp_grad_scaler_create(s, &so, &sc));
+  CHECK(mixp_grad_scaler_create(s, &so, &sc));
   mixp_autocast_options ao;
   mixp_autocast_options_init(&ao);
   ao.dtype = MIXP_F16;
   int64_t shape[2] = {64, 1024};
   mixp_tensor *x = NULL, *y = NULL;
-  GCHECK(mixp_tensor_randn(s, MIXP_F32, shape, 2, &x));
-  GCHECK(mixp_tensor_randn(s, MIXP_F32, shape, 2, &y));
+  CHECK(mixp_tensor_randn(s, MIXP_F32, shape, 2, &x));
+  CHECK(mixp_tensor_randn(s, MIXP_F32, shape, 2, &y));
   const int warm = quick ? 3 : 50, reps = quick ? 5 : 500;
   double t0 = 0;
   for (int i = 0; i < warm + reps; ++i) {
     if (i == warm) {
       device_sync(s);
-      t0 = wall();
+      t0 = bench_now();
     }
     mixp_tensor *h = NULL, *loss = NULL, *scaled = NULL;
-    GCHECK(mixp_autocast_push(s, &ao));
+    CHECK(mixp_autocast_push(s, &ao));
     h = mixp_tensor_retain(x);
     for (int l = 0; l < 4; ++l) {
       mixp_tensor *o = NULL, *r = NULL;
-      GCHECK(mixp_module_forward(lin[l], h, &o));
+      CHECK(mixp_module_forward(lin[l], h, &o));
       mixp_tensor_release(h);
       if (l < 3) {
-        GCHECK(mixp_relu(o, &r));
+        CHECK(mixp_relu(o, &r));
         mixp_tensor_release(o);
         h = r;
       } else {
         h = o;
       }
     }
-    GCHECK(mixp_mse_loss(h, y, MIXP_REDUCTION_MEAN, &loss));
-    GCHECK(mixp_autocast_pop(s));
-    GCHECK(mixp_optimizer_zero_grad(opt));
-    GCHECK(mixp_grad_scaler_scale(sc, loss, &scaled));
-    GCHECK(mixp_backward(scaled, NULL));
-    GCHECK(mixp_grad_scaler_step(sc, opt));
-    GCHECK(mixp_grad_scaler_update(sc));
+    CHECK(mixp_mse_loss(h, y, MIXP_REDUCTION_MEAN, &loss));
+    CHECK(mixp_autocast_pop(s));
+    CHECK(mixp_optimizer_zero_grad(opt));
+    CHECK(mixp_grad_scaler_scale(sc, loss, &scaled));
+    CHECK(mixp_backward(scaled, NULL));
+    CHECK(mixp_grad_scaler_step(sc, opt));
+    CHECK(mixp_grad_scaler_update(sc));
     mixp_tensor_release(h);
     mixp_tensor_release(loss);
     mixp_tensor_release(scaled);
   }
   device_sync(s);
-  add_row("mlp-launch 4x1024 b64 f16", "us/step", (wall() - t0) / reps * 1e6);
+  add_row("mlp-launch 4x1024 b64 f16", "us/step", (bench_now() - t0) / reps * 1e6);
   mixp_tensor_release(x);
   mixp_tensor_release(y);
   mixp_grad_scaler_destroy(sc);
@@ -279,33 +267,33 @@ static void bench_fmnist(mixp_session *s, int quick) {
   const int64_t n = quick ? 1024 : 60000, batch = 128;
   int64_t xs[2] = {n, 784}, ys[1] = {n};
   mixp_tensor *x_all = NULL, *y_all = NULL;
-  GCHECK(mixp_tensor_randn(s, MIXP_F32, xs, 2, &x_all));
+  CHECK(mixp_tensor_randn(s, MIXP_F32, xs, 2, &x_all));
   int64_t *labels = malloc(sizeof(int64_t) * (size_t)n);
   for (int64_t i = 0; i < n; ++i) labels[i] = (i * 7 + 3) % 10;
-  GCHECK(mixp_tensor_from_host(s, labels, sizeof(int64_t) * (size_t)n, MIXP_I64, ys, 1, &y_all));
+  CHECK(mixp_tensor_from_host(s, labels, sizeof(int64_t) * (size_t)n, MIXP_I64, ys, 1, &y_all));
   free(labels);
   static const char *modes[3] = {"O0", "O1", "O2"};
   for (int m = 0; m < 3; ++m) {
     mixp_module *model = NULL;
-    GCHECK(mixp_model_create(s, "mlp in=784 hidden=256,128 classes=10", &model));
+    CHECK(mixp_model_create(s, "mlp in=784 hidden=256,128 classes=10", &model));
     const int np = mixp_module_num_parameters(model);
     mixp_tensor *params[16];
-    for (int i = 0; i < np && i < 16; ++i) GCHECK(mixp_module_parameter(model, i, &params[i]));
+    for (int i = 0; i < np && i < 16; ++i) CHECK(mixp_module_parameter(model, i, &params[i]));
     mixp_optimizer_options oo;
     mixp_optimizer_options_init(&oo, MIXP_OPTIM_ADAMW);
     mixp_optimizer *opt = NULL;
-    GCHECK(mixp_optimizer_create(s, params, np, &oo, &opt));
+    CHECK(mixp_optimizer_create(s, params, np, &oo, &opt));
     if (m == 2) {
       mixp_decorate_options d;
       mixp_decorate_options_init(&d);
       d.dtype = MIXP_F16;
-      GCHECK(mixp_amp_decorate(model, opt, &d));
+      CHECK(mixp_amp_decorate(model, opt, &d));
     }
     mixp_grad_scaler *sc = NULL;
     if (m > 0) {
       mixp_grad_scaler_options so;
       mixp_grad_scaler_options_init(&so);
-      GCHECK(mixp_grad_scaler_create(s, &so, &sc));
+      CHECK(mixp_grad_scaler_create(s, &so, &sc));
     }
     mixp_autocast_options ao;
     mixp_autocast_options_init(&ao);
@@ -316,32 +304,32 @@ static void bench_fmnist(mixp_session *s, int quick) {
     for (int e = 0; e < 1 + epochs; ++e) {
       if (e == 1) {
         device_sync(s);
-        t0 = wall();
+        t0 = bench_now();
       }
       for (int64_t i = 0; i + batch <= n; i += batch) {
         mixp_tensor *xb = NULL, *yb = NULL, *logits = NULL, *loss = NULL, *scaled = NULL;
-        GCHECK(mixp_slice(x_all, 0, i, i + batch, 1, &xb));
-        GCHECK(mixp_slice(y_all, 0, i, i + batch, 1, &yb));
-        if (m > 0) GCHECK(mixp_autocast_push(s, &ao));
-        GCHECK(mixp_module_forward(model, xb, &logits));
-        GCHECK(mixp_cross_entropy(logits, yb, MIXP_REDUCTION_MEAN, MIXP_IGNORE_INDEX_DEFAULT, &loss));
-        if (m > 0) GCHECK(mixp_autocast_pop(s));
-        GCHECK(mixp_optimizer_zero_grad(opt));
+        CHECK(mixp_slice(x_all, 0, i, i + batch, 1, &xb));
+        CHECK(mixp_slice(y_all, 0, i, i + batch, 1, &yb));
+        if (m > 0) CHECK(mixp_autocast_push(s, &ao));
+        CHECK(mixp_module_forward(model, xb, &logits));
+        CHECK(mixp_cross_entropy(logits, yb, MIXP_REDUCTION_MEAN, MIXP_IGNORE_INDEX_DEFAULT, &loss));
+        if (m > 0) CHECK(mixp_autocast_pop(s));
+        CHECK(mixp_optimizer_zero_grad(opt));
         if (sc) {
-          GCHECK(mixp_grad_scaler_scale(sc, loss, &scaled));
-          GCHECK(mixp_backward(scaled, NULL));
-          GCHECK(mixp_grad_scaler_step(sc, opt));
-          GCHECK(mixp_grad_scaler_update(sc));
+          CHECK(mixp_grad_scaler_scale(sc, loss, &scaled));
+          CHECK(mixp_backward(scaled, NULL));
+          CHECK(mixp_grad_scaler_step(sc, opt));
+          CHECK(mixp_grad_scaler_update(sc));
         } else {
-          GCHECK(mixp_backward(loss, NULL));
-          GCHECK(mixp_optimizer_step(opt));
+          CHECK(mixp_backward(loss, NULL));
+          CHECK(mixp_optimizer_step(opt));
         }
         mixp_tensor *rel[] = {xb, yb, logits, loss, scaled};
         for (size_t k = 0; k < sizeof rel / sizeof *rel; ++k) mixp_tensor_release(rel[k]);
       }
     }
     device_sync(s);
-    const double t = (wall() - t0) / epochs;
+    const double t = (bench_now() - t0) / epochs;
     char name[64];
     snprintf(name, sizeof name, "fmnist epoch %s", modes[m]);
     add_row(name, "samples/s", (double)((n / batch) * batch) / t);

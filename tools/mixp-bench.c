@@ -20,20 +20,8 @@
 #include <time.h>
 
 #include "mixp/mixp.h"
+#include "mixp-bench.h"
 
-#define CHECK(call)                                                         \
-  do {                                                                      \
-    if ((call) != MIXP_OK) {                                                \
-      fprintf(stderr, "mixp-bench: %s failed: %s\n", #call, mixp_last_error()); \
-      exit(1);                                                              \
-    }                                                                       \
-  } while (0)
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
@@ -70,9 +58,9 @@ static double bench_gemm(int threads, mixp_dtype dt, int reps) {
   CHECK(mixp_tensor_randn(s, dt, shape, 2, &b));
   double *t = malloc(sizeof(double) * (size_t)reps);
   for (int i = 0; i < reps + 3; ++i) {
-    double t0 = now();
+    double t0 = bench_now();
     CHECK(mixp_matmul(a, b, &c));
-    if (i >= 3) t[i - 3] = now() - t0;
+    if (i >= 3) t[i - 3] = bench_now() - t0;
     mixp_tensor_release(c);
   }
   double med = median(t, reps);
@@ -127,7 +115,7 @@ static double bench_mlp(int threads, int batch, int steps, mode m) {
   const int warmup = 20;
   double *t = malloc(sizeof(double) * (size_t)steps);
   for (int i = 0; i < warmup + steps; ++i) {
-    double t0 = now();
+    double t0 = bench_now();
     mixp_tensor *logits = NULL, *loss = NULL, *scaled = NULL;
     if (m != MODE_O0) CHECK(mixp_autocast_push(s, &ao));
     CHECK(mixp_module_forward(model, x, &logits));
@@ -146,7 +134,7 @@ static double bench_mlp(int threads, int batch, int steps, mode m) {
     mixp_tensor_release(logits);
     mixp_tensor_release(loss);
     mixp_tensor_release(scaled);
-    if (i >= warmup) t[i - warmup] = now() - t0;
+    if (i >= warmup) t[i - warmup] = bench_now() - t0;
   }
   double med = median(t, steps);
   free(t);
@@ -196,7 +184,6 @@ static void usage(FILE *f) {
           "Measures mixp workloads beside their PyTorch references in the same run.\n");
 }
 
-int bench_gpu_main(int argc, char **argv); /* mixp-bench-gpu.c */
 
 int main(int argc, char **argv) {
   for (int i = 1; i + 1 < argc; ++i)
