@@ -14,7 +14,7 @@
 // order.
 #include <algorithm>
 
-#include "amp/loss_scale_rule.hpp"
+#include "backend/loss_scale_rule.hpp"
 #include "common.cuh"
 
 namespace mixp::cuda {
@@ -195,37 +195,19 @@ __global__ void clip_coefficient_kernel(const void *norm_sq, DType nd, double ma
 
 // The CPU's state machine (src/backend/cpu/amp.cpp), line for line.
 __global__ void update_scale_kernel(float *scale_p, int32_t *growth_p, int32_t *bad_p, int32_t *hyst_p,
-                                    const float *found_inf, amp::LossScaleRule rule) {
-  amp::LossScaleState st{*scale_p, *growth_p, *bad_p, *hyst_p};
-  amp::update_loss_scale(st, *found_inf, rule);
+                                    const float *found_inf, LossScaleRule rule) {
+  LossScaleState st{*scale_p, *growth_p, *bad_p, *hyst_p};
+  update_loss_scale(st, *found_inf, rule);
   *scale_p = st.scale;
   *growth_p = st.growth_tracker;
   *bad_p = st.bad_count;
   *hyst_p = st.hysteresis_left;
 }
 
-void require_scalar(const View &v, DType dtype, const char *kernel, const char *arg) {
-  if (!v.data || v.dtype != dtype || v.numel() != 1)
-    fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": ", arg, " must be a one-element buffer of dtype ", int(dtype),
-         ", got dtype ", int(v.dtype), " with ", v.numel(), " elements");
-}
-
-void require_grads(const View *grads, int n, const char *kernel) {
-  if (n > 0 && !grads) fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": grads is NULL");
-  for (int i = 0; i < n; ++i)
-    if (grads[i].dtype != MIXP_F32 && grads[i].dtype != MIXP_F16 && grads[i].dtype != MIXP_BF16 &&
-        grads[i].dtype != MIXP_F64)
-      fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": grads[", i, "] has non-float dtype ", int(grads[i].dtype));
-}
-
 }  // namespace
 
 void CudaBackend::non_finite_check_and_unscale(const View *grads, int n, const View &found_inf,
                                                const View &inv_scale) {
-  static const char *k = "non_finite_check_and_unscale";
-  require_grads(grads, n, k);
-  require_scalar(found_inf, MIXP_F32, k, "found_inf");
-  require_scalar(inv_scale, MIXP_F32, k, "inv_scale");
   float *fi = static_cast<float *>(found_inf.data);
   const float *inv = static_cast<const float *>(inv_scale.data);
   for_each_table(grads, n, [&](const Table &t, int nb, int64_t) {
@@ -235,24 +217,14 @@ void CudaBackend::non_finite_check_and_unscale(const View *grads, int n, const V
 }
 
 void CudaBackend::update_scale(const ScaleUpdate &u) {
-  static const char *k = "update_scale";
-  require_scalar(u.scale, MIXP_F32, k, "scale");
-  require_scalar(u.growth_tracker, MIXP_I32, k, "growth_tracker");
-  require_scalar(u.bad_count, MIXP_I32, k, "bad_count");
-  require_scalar(u.hysteresis_left, MIXP_I32, k, "hysteresis_left");
-  require_scalar(u.found_inf, MIXP_F32, k, "found_inf");
   update_scale_kernel<<<1, 1, 0, stream()>>>(
       static_cast<float *>(u.scale.data), static_cast<int32_t *>(u.growth_tracker.data),
       static_cast<int32_t *>(u.bad_count.data), static_cast<int32_t *>(u.hysteresis_left.data),
-      static_cast<const float *>(u.found_inf.data), amp::loss_scale_rule_of(u));
+      static_cast<const float *>(u.found_inf.data), u.rule);
   MIXP_CUDA_LAUNCHED();
 }
 
 void CudaBackend::grad_norm_sq(const View *grads, int n, const View &out) {
-  static const char *k = "grad_norm_sq";
-  require_grads(grads, n, k);
-  if (!out.data || !(out.dtype == MIXP_F32 || out.dtype == MIXP_F64) || out.numel() != 1)
-    fail(MIXP_ERR_INTERNAL, "cuda ", k, ": out must be a one-element F32 or F64 buffer");
   const int64_t nchunks = total_chunks(grads, n);
   Scratch partial(size_t(std::max<int64_t>(nchunks, 1)) * sizeof(double), stream());
   double *pp = partial.as<double>();
@@ -266,14 +238,6 @@ void CudaBackend::grad_norm_sq(const View *grads, int n, const View &out) {
 
 void CudaBackend::clip_coefficient(const View &norm_sq, double max_norm, const View &total_norm,
                                    const View &coef, const View &found_inf) {
-  static const char *k = "clip_coefficient";
-  if (!norm_sq.data || norm_sq.numel() != 1 ||
-      !(norm_sq.dtype == MIXP_F32 || norm_sq.dtype == MIXP_F64 || norm_sq.dtype == MIXP_F16 ||
-        norm_sq.dtype == MIXP_BF16))
-    fail(MIXP_ERR_INTERNAL, "cuda ", k, ": norm_sq must be a one-element float buffer");
-  require_scalar(total_norm, MIXP_F32, k, "total_norm");
-  require_scalar(coef, MIXP_F32, k, "coef");
-  require_scalar(found_inf, MIXP_F32, k, "found_inf");
   clip_coefficient_kernel<<<1, 1, 0, stream()>>>(norm_sq.data, norm_sq.dtype, max_norm,
                                                  static_cast<float *>(total_norm.data),
                                                  static_cast<float *>(coef.data), static_cast<float *>(found_inf.data));
@@ -281,9 +245,6 @@ void CudaBackend::clip_coefficient(const View &norm_sq, double max_norm, const V
 }
 
 void CudaBackend::scale_grads(const View *grads, int n, const View &coef) {
-  static const char *k = "scale_grads";
-  require_grads(grads, n, k);
-  require_scalar(coef, MIXP_F32, k, "coef");
   const float *c = static_cast<const float *>(coef.data);
   for_each_table(grads, n, [&](const Table &t, int nb, int64_t) {
     scale_kernel<<<unsigned(nb), kMtaThreads, 0, stream()>>>(t, c);

@@ -1,13 +1,15 @@
 // CUDA elementwise kernels: copy (with dtype casts, any strides), fill,
 // unary ops and their backward, broadcasting binary ops. The formulas are
-// the CPU's (src/backend/cpu/elementwise.cpp) evaluated with the device's
-// libm in acc_t<T>; casts round exactly like the CPU (common.cuh).
+// the CPU's (backend/elementwise_formulas.hpp, compiled for the device)
+// evaluated with the device's libm in acc_t<T>; casts round exactly like
+// the CPU (common.cuh).
 //
 // Compile-time cost is kept low by passing the op as a runtime value (one
 // kernel per dtype, a uniform switch per element) instead of one kernel per
 // (op, dtype) pair; the ops are memory bound, so the switch is free.
 #include <type_traits>
 
+#include "backend/elementwise_formulas.hpp"
 #include "common.cuh"
 
 namespace mixp::cuda {
@@ -102,78 +104,14 @@ __global__ void fill_kernel(char *dst, DType dd, int des, Strided<1> g, int64_t 
 // ---- unary -----------------------------------------------------------------------
 
 template <class A>
-struct Gelu {
-  static constexpr A kInvSqrt2 = A(0.70710678118654752440);
-  static constexpr A kInvSqrt2Pi = A(0.39894228040143267794);
-  static constexpr A kSqrt2OverPi = A(0.79788456080286535588);
-  static constexpr A kCubic = A(0.044715);
-};
-
-template <class A>
 __device__ __forceinline__ A unary_f(UnaryOp op, A v, A s) {
-  using C = Gelu<A>;
-  switch (op) {
-    case UnaryOp::Neg: return -v;
-    case UnaryOp::Exp: return exp(v);
-    case UnaryOp::Log: return log(v);
-    case UnaryOp::Sqrt: return sqrt(v);
-    case UnaryOp::Relu: return v < A(0) ? A(0) : v;  // NaN passes through
-    case UnaryOp::GeluErf: return A(0.5) * v * (A(1) + erf(v * C::kInvSqrt2));
-    case UnaryOp::GeluTanh: {
-      const A u = C::kSqrt2OverPi * (v + C::kCubic * v * v * v);
-      return A(0.5) * v * (A(1) + tanh(u));
-    }
-    case UnaryOp::Sigmoid: return A(1) / (A(1) + exp(-v));
-    case UnaryOp::Tanh: return tanh(v);
-    case UnaryOp::Pow: return pow(v, s);
-    case UnaryOp::AddScalar: return v + s;
-    case UnaryOp::MulScalar: return v * s;
-    case UnaryOp::RsubScalar: return s - v;
-    case UnaryOp::RdivScalar: return s / v;
-    case UnaryOp::Hardswish: return v <= A(-3) ? A(0) : v >= A(3) ? v : v * (v + A(3)) / A(6);
-    case UnaryOp::Hardsigmoid: return v <= A(-3) ? A(0) : v >= A(3) ? A(1) : (v + A(3)) / A(6);
-    case UnaryOp::Silu: return v / (A(1) + exp(-v));
-  }
-  return v;
+  return with_unary_formula(op, [&](auto f) { return decltype(f)::forward(v, s); });
 }
 
-// d op(x)/dx * g, from whichever of x (input) and y (output) the op reads;
-// the table of which one is in src/backend/cpu/elementwise.cpp.
+// gx from whichever of x (input) and y (output) the op reads (the other is 0).
 template <class A>
 __device__ __forceinline__ A unary_grad(UnaryOp op, A x, A y, A g, A s) {
-  using C = Gelu<A>;
-  switch (op) {
-    case UnaryOp::Neg:
-    case UnaryOp::RsubScalar: return -g;
-    case UnaryOp::AddScalar: return g;
-    case UnaryOp::MulScalar: return g * s;
-    case UnaryOp::Exp: return g * y;
-    case UnaryOp::Sqrt: return g / (A(2) * y);
-    case UnaryOp::Sigmoid: return g * y * (A(1) - y);
-    case UnaryOp::Tanh: return g * (A(1) - y * y);
-    case UnaryOp::Log: return g / x;
-    case UnaryOp::Relu: return x > A(0) ? g : A(0);
-    case UnaryOp::GeluErf: {
-      const A cdf = A(0.5) * (A(1) + erf(x * C::kInvSqrt2));
-      return g * (cdf + x * exp(A(-0.5) * x * x) * C::kInvSqrt2Pi);
-    }
-    case UnaryOp::GeluTanh: {
-      const A x2 = x * x;
-      const A t = tanh(C::kSqrt2OverPi * (x + C::kCubic * x2 * x));
-      const A du = C::kSqrt2OverPi * (A(1) + A(3) * C::kCubic * x2);
-      return g * (A(0.5) * (A(1) + t) + A(0.5) * x * (A(1) - t * t) * du);
-    }
-    case UnaryOp::Pow: return s == A(0) ? A(0) : g * s * pow(x, s - A(1));
-    case UnaryOp::RdivScalar: return -g * s / (x * x);
-    case UnaryOp::Hardswish:
-      return x < A(-3) ? A(0) : x <= A(3) ? g * (A(2) * x + A(3)) / A(6) : g;
-    case UnaryOp::Hardsigmoid: return (x > A(-3) && x < A(3)) ? g / A(6) : A(0);
-    case UnaryOp::Silu: {
-      const A sg = A(1) / (A(1) + exp(-x));
-      return g * sg * (A(1) + x * (A(1) - sg));
-    }
-  }
-  return g;
+  return with_unary_formula(op, [&](auto f) { return decltype(f)::backward(x, y, g, s); });
 }
 
 template <class T>
@@ -227,13 +165,7 @@ __global__ void unary_backward_kernel(UnaryOp op, const T *x, const T *y, const 
 
 template <class A>
 __device__ __forceinline__ A binary_f(BinaryOp op, A a, A b) {
-  switch (op) {
-    case BinaryOp::Add: return a + b;
-    case BinaryOp::Sub: return a - b;
-    case BinaryOp::Mul: return a * b;
-    case BinaryOp::Div: return a / b;
-  }
-  return a;
+  return with_binary_formula(op, [&](auto f) { return decltype(f)::apply(a, b); });
 }
 
 template <class T>
@@ -324,8 +256,6 @@ void CudaBackend::fill(const View &dst, double value) {
 }
 
 void CudaBackend::unary(UnaryOp op, const View &x, const View &y, double s) {
-  if (x.dtype != y.dtype || x.numel() != y.numel())
-    fail(MIXP_ERR_INTERNAL, "cuda unary: x and y differ in dtype or numel");
   const int64_t n = y.numel();
   if (n == 0) return;
   dispatch_float_dt(y.dtype, "unary", [&](auto tag) {
@@ -338,16 +268,9 @@ void CudaBackend::unary(UnaryOp op, const View &x, const View &y, double s) {
 
 void CudaBackend::unary_backward(UnaryOp op, const View &x, const View &y, const View &gy,
                                  const View &gx, double s) {
-  if (gy.dtype != gx.dtype || gy.numel() != gx.numel())
-    fail(MIXP_ERR_INTERNAL, "cuda unary_backward: gy and gx differ in dtype or numel");
   const int64_t n = gx.numel();
   if (n == 0) return;
-  const bool reads_y = op == UnaryOp::Exp || op == UnaryOp::Sqrt || op == UnaryOp::Sigmoid || op == UnaryOp::Tanh;
-  const bool reads_x = !reads_y && op != UnaryOp::Neg && op != UnaryOp::AddScalar &&
-                       op != UnaryOp::MulScalar && op != UnaryOp::RsubScalar;
-  if ((reads_y && !y.data) || (reads_x && !x.data))
-    fail(MIXP_ERR_INTERNAL, "cuda unary_backward: op ", int(op), " needs the saved ",
-         reads_y ? "output" : "input");
+  const bool reads_x = unary_reads(op) == Reads::Input, reads_y = unary_reads(op) == Reads::Output;
   dispatch_float_dt(gx.dtype, "unary_backward", [&](auto tag) {
     using T = decltype(tag);
     unary_backward_kernel<T><<<grid_elems(n, kVec<T>), kThreads, 0, stream()>>>(
@@ -358,8 +281,6 @@ void CudaBackend::unary_backward(UnaryOp op, const View &x, const View &y, const
 }
 
 void CudaBackend::binary(BinaryOp op, const View &a, const View &b, const View &out) {
-  if (a.dtype != out.dtype || b.dtype != out.dtype || a.ndim != out.ndim || b.ndim != out.ndim)
-    fail(MIXP_ERR_INTERNAL, "cuda binary: operands do not match the output's dtype and rank");
   Strided<2> g;
   const View *ops[2] = {&a, &b};
   const int64_t n = make_strided<2>(out, ops, g);

@@ -15,7 +15,7 @@
 #include <cfloat>
 
 #include "common.cuh"
-#include "optim/optimizer_kernels.hpp"
+#include "backend/optimizer_args.hpp"
 
 namespace mixp::cuda {
 namespace {

@@ -89,22 +89,28 @@ int main(int argc, char **argv) {
       "\n"
       "| op | O1 | O2 |\n"
       "|---|---|---|\n");
+  /* Rows grouped by their O1 policy, in the order of the legend above,
+   * each group in the library's op order. */
+  static const char *const groups[] = {"low (f16/bf16)", "fp32", "promote (widest input)",
+                                       "input dtype", "never cast"};
   const int n = mixp_op_count();
   int rc = 0;
   for (int i = 0; i < n; ++i) {
     const char *op = mixp_op_name(i);
-    const char *o1 = op ? cell(s, op, MIXP_AMP_O1) : NULL;
-    const char *o2 = op ? cell(s, op, MIXP_AMP_O2) : NULL;
-    if (!o1 || !o2) {
+    if (!op || !cell(s, op, MIXP_AMP_O1) || !cell(s, op, MIXP_AMP_O2)) {
       fprintf(stderr,
               "mixp-op-table: no policy for op %d (%s) that one cell can describe "
               "(the f16 and bf16 regions disagree, or a call failed: \"%s\")\n",
               i, op ? op : "?", mixp_last_error());
       rc = 1;
-      continue;
     }
-    printf("| `%s` | %s | %s |\n", op, o1, o2);
   }
+  for (size_t g = 0; g < sizeof groups / sizeof groups[0]; ++g)
+    for (int i = 0; i < n && rc == 0; ++i) {
+      const char *op = mixp_op_name(i);
+      const char *o1 = cell(s, op, MIXP_AMP_O1);
+      if (strcmp(o1, groups[g]) == 0) printf("| `%s` | %s | %s |\n", op, o1, cell(s, op, MIXP_AMP_O2));
+    }
   mixp_session_destroy(s);
   if (fflush(stdout) != 0) rc = 1;
   return rc;

@@ -92,7 +92,7 @@ void decorate(Module &model, Optimizer *opt, const mixp_decorate_options *opts, 
   };
   std::vector<Plan> plan;
   {
-    OpScope scope("amp_decorate", s);  // its casts are internal: no autocast
+    OpScope scope(OpId::amp_decorate, s);  // its casts are internal: no autocast
     NoGradGuard no_grad(s);
     for (size_t i = 0; i < np; ++i) {
       const TensorPtr &p = model.parameter(i);

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 
-#include "amp/autocast.hpp"
+#include "autocast/autocast.hpp"
 #include "autograd/node.hpp"
 #include "backend/backend.hpp"
 #include "core/error.hpp"
@@ -171,7 +171,7 @@ std::unique_ptr<GradScaler> make_grad_scaler(Session *s, const mixp_grad_scaler_
   check_scaler_options(o, true, MIXP_ERR_INVALID_ARGUMENT, "options->", fn);
   if (o.mode == MIXP_SCALER_AUTO) {
     mixp_dtype dt = MIXP_F32;
-    const bool in_region = amp::current_autocast_dtype(s, &dt);
+    const bool in_region = autocast::current_dtype(s, &dt);
     o.mode = in_region && dt == MIXP_BF16 ? MIXP_SCALER_DISABLED : MIXP_SCALER_DYNAMIC;
   }
   auto g = std::make_unique<GradScaler>();
@@ -212,7 +212,7 @@ TensorPtr mixp_grad_scaler::scale_loss(const TensorPtr &loss, const char *fn) {
   // One op of its own: the inner ops are then internal, so autocast (O2
   // would run the product in fp16, where 2^16 is Inf) and the numerics
   // checker leave them alone.
-  OpScope scope("grad_scaler_scale", session.get());
+  OpScope scope(OpId::grad_scaler_scale, session.get());
   // PyTorch multiplies by the fp32 scale tensor and keeps the loss's dtype;
   // the product is formed in fp32 (F64 for F64) so that a half loss is
   // rounded once, and a scale above the fp16 range still applies.
@@ -237,7 +237,7 @@ void mixp_grad_scaler::unscale(Optimizer &opt, const char *fn) {
   TensorPtr found, inv;
   std::vector<TensorPtr> grads;
   {
-    OpScope scope("grad_scaler_unscale", s);
+    OpScope scope(OpId::grad_scaler_unscale, s);
     NoGradGuard no_grad(s);
     found = zeros(s, MIXP_F32, Shape{});
     // PyTorch: scale.double().reciprocal().float(), on the device.
@@ -292,7 +292,7 @@ TensorPtr mixp_grad_scaler::finish_iteration() {
   Session *s = session.get();
   TensorPtr sum;
   {
-    OpScope scope("grad_scaler_update", s);
+    OpScope scope(OpId::grad_scaler_update, s);
     NoGradGuard no_grad(s);
     for (const Record &r : records) {
       TensorPtr f = r.found_inf;
@@ -325,13 +325,13 @@ void mixp_grad_scaler::update(const char *fn) {
     u.bad_count = view_of(*bad_count);
     u.hysteresis_left = view_of(*hysteresis_left);
     u.found_inf = view_of(*sum);
-    u.growth_factor = options.growth_factor;
-    u.backoff_factor = options.backoff_factor;
-    u.growth_interval = int32_t(options.growth_interval);
-    u.decr_every_n = int32_t(options.decr_every_n_nan_or_inf);
-    u.hysteresis = int32_t(options.hysteresis);
-    u.min_scale = options.min_scale;
-    u.max_scale = options.max_scale;
+    u.rule.growth_factor = options.growth_factor;
+    u.rule.backoff_factor = options.backoff_factor;
+    u.rule.growth_interval = int32_t(options.growth_interval);
+    u.rule.decr_every_n = int32_t(options.decr_every_n_nan_or_inf);
+    u.rule.hysteresis = int32_t(options.hysteresis);
+    u.rule.min_scale = options.min_scale;
+    u.rule.max_scale = options.max_scale;
     s->backend->update_scale(u);
   }
   last_found_inf = std::move(sum);

@@ -1,7 +1,7 @@
 // Autocast shims: regions, policy queries and the op registry.
 #include <cstring>
 
-#include "amp/autocast.hpp"
+#include "autocast/autocast.hpp"
 #include "api/api_common.hpp"
 #include "core/options.hpp"
 
@@ -25,13 +25,13 @@ mixp_status mixp_autocast_push(mixp_session *session, const mixp_autocast_option
     Session *s = check_session(session, fn);
     const mixp_autocast_options o = read_options(options, mixp_autocast_options_init, fn,
                                                  "mixp_autocast_options_init");
-    amp::push(s, o, fn);
+    autocast::push(s, o, fn);
   });
 }
 
 mixp_status mixp_autocast_pop(mixp_session *session) {
   const char *fn = "mixp_autocast_pop";
-  return guard(fn, [&] { amp::pop(check_session(session, fn), fn); });
+  return guard(fn, [&] { autocast::pop(check_session(session, fn), fn); });
 }
 
 mixp_status mixp_autocast_policy(const mixp_session *session, const char *op_name,
@@ -42,20 +42,20 @@ mixp_status mixp_autocast_policy(const mixp_session *session, const char *op_nam
     if (!op_name) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": op_name is NULL");
     check_out(policy, fn, "policy");
     check_struct_size(*policy, fn, "policy", "set it to sizeof(mixp_autocast_policy_info)");
-    const int idx = amp::op_index(op_name);
+    const int idx = op_index(op_name);
     if (idx < 0) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": unknown op '", op_name, "'");
-    const amp::AutocastState *st = amp::current(s);
-    amp::Decision d = st ? amp::decide(*st, idx) : amp::Decision{};
+    const autocast::State *st = autocast::current(s);
+    autocast::Decision d = st ? autocast::decide(*st, op_at(idx)) : autocast::Decision{};
     policy->cast = d.cast;
     policy->dtype = d.cast == MIXP_CAST_LOWER ? d.dtype : MIXP_F32;
   });
 }
 
-int mixp_op_count(void) { return amp::op_count(); }
+int mixp_op_count(void) { return kOpCount; }
 
 const char *mixp_op_name(int index) {
-  if (index < 0 || index >= amp::op_count()) return nullptr;
-  return amp::op_info(index).name;
+  if (index < 0 || index >= kOpCount) return nullptr;
+  return op_name(op_at(index));
 }
 
 }  // extern "C"

@@ -59,7 +59,7 @@ mixp_status mixp_backward(mixp_tensor *loss, const mixp_tensor *seed_grad) {
     if (l->session->checkpoint)
       fail(MIXP_ERR_STATE, fn, ": a checkpoint region is open on the loss's session; call "
            "mixp_checkpoint_end before backward");
-    OpScope scope("backward", l->session.get());
+    OpScope scope(OpId::backward, l->session.get());
     run_backward(*l, sg);
   });
 }

@@ -4,6 +4,7 @@
 
 #include "api/api_common.hpp"
 #include "backend/backend.hpp"
+#include "backend/device.hpp"
 
 using namespace mixp;
 
@@ -35,7 +36,9 @@ mixp_status mixp_session_create(const mixp_session_options *options, mixp_sessio
       std::memcpy(&o, options, std::min<size_t>(options->struct_size, sizeof o));
       o.struct_size = sizeof o;
     }
-    SessionRef s = make_session(o);
+    check_session_options(o, "mixp_session_create");
+    OpenedDevice dev = open_device(o.device, "mixp_session_create");
+    SessionRef s = make_session(o, std::move(dev.backend), std::move(dev.name), std::move(dev.note));
     *out = s.release();
   });
 }

@@ -239,7 +239,7 @@ mixp_status mixp_tensor_copy_(mixp_tensor *dst, const mixp_tensor *src) {
     Tensor *d = check_tensor(dst, fn, "dst");
     Tensor *s = check_tensor(src, fn, "src");
     same_session(fn, {d, s});
-    OpScope scope("copy_", d->session.get());
+    OpScope scope(OpId::copy_, d->session.get());
     scope.writes(*d);
     if (d->requires_grad && d->session->grad_enabled())
       fail(MIXP_ERR_STATE, fn, ": dst requires grad; an in-place copy would bypass autograd "

@@ -50,7 +50,7 @@ mixp_status mixp_contiguous(const mixp_tensor *x, mixp_tensor **out) {
   return guard(fn, [&] {
     check_out(out, fn);
     TensorPtr t = share(check_tensor(x, fn, "x"));
-    OpScope scope("contiguous", t->session.get());
+    OpScope scope(OpId::contiguous, t->session.get());
     scope.tape({t.get()}, [](const Replay &r) { return contiguous(r[0]); });
     give(out, scope.produced(contiguous(t)));
   });

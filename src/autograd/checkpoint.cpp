@@ -6,7 +6,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "amp/autocast.hpp"
 #include "autograd/node.hpp"
 #include "core/error.hpp"
 #include "ops/ops.hpp"
@@ -111,14 +110,14 @@ class ReplayGuard {
  public:
   explicit ReplayGuard(Session *s)
       : s_(s), open_(std::move(s->checkpoint)), seed_(s->seed), rng_(s->rng_offset) {
-    if (s->amp) autocast_.swap(s->amp->stack);
+    autocast_.swap(s->autocast);
     s->grad_mode_stack.push_back(true);
     s->checkpoint_replaying = true;
   }
   ~ReplayGuard() {
     s_->checkpoint_replaying = false;
     s_->grad_mode_stack.pop_back();
-    if (s_->amp) s_->amp->stack.swap(autocast_);
+    s_->autocast.swap(autocast_);
     s_->seed = seed_;
     s_->rng_offset = rng_;
     s_->checkpoint = std::move(open_);
@@ -129,7 +128,7 @@ class ReplayGuard {
  private:
   Session *s_;
   std::shared_ptr<CheckpointRegion> open_;
-  std::vector<amp::AutocastState> autocast_;
+  std::shared_ptr<autocast::SessionState> autocast_;  // set aside while replaying
   uint64_t seed_, rng_;
 };
 

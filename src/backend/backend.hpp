@@ -2,32 +2,37 @@
 // Ops (src/ops/) validate shapes and dtypes, record autograd and call these
 // kernels; kernels know nothing of autograd. The CPU backend is always built;
 // the CUDA backend (kernels/, libmixp_cuda.so) implements the same interface.
+// The whole contract is this folder's headers: this file, the formulas
+// (elementwise_formulas.hpp), the optimizer arguments (optimizer_args.hpp),
+// the loss-scale rule (loss_scale_rule.hpp), the plugin entry point
+// (plugin.hpp) -- and the op enums of core/op_table.hpp.
 //
 // Conventions for every kernel: a View describes memory on this backend's
 // device; strides are in elements and may be 0 (broadcast). "Contiguous"
-// parameters are row-major with no gaps; ops guarantee it before calling.
-// Half types are loaded to fp32, computed there, and rounded to nearest even.
+// parameters are row-major with no gaps. Callers (ops, optimizers, the
+// scaler) guarantee what each method states about its arguments; backends
+// do not check it again. Half types are loaded to fp32, computed there, and
+// rounded to nearest even.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/loss_scale_rule.hpp"
+#include "backend/optimizer_args.hpp"
 #include "core/dtype.hpp"
+#include "core/op_table.hpp"
 
 struct mixp_tensor;
 
 namespace mixp {
-namespace optim {  // optim/optimizer_kernels.hpp
-struct ParamArgs;
-struct SgdArgs;
-struct AdamArgs;
-}
 
-// The version of this interface (the Backend vtable and every struct it
-// takes). libmixp.so and a backend plugin (libmixp_cuda.so) must be built
-// from the same headers: the plugin's entry point refuses any other value.
-// Bump it with every change to this file or to optim/optimizer_kernels.hpp.
-// (v3: check_indices, scatter_dim.)
-inline constexpr uint32_t kBackendAbiVersion = 3;
+// The version of this interface (the Backend vtable, every struct it takes,
+// the formulas and the op enums). libmixp.so and a backend plugin
+// (libmixp_cuda.so) must be built from the same headers: the plugin's entry
+// point refuses any other value. Bump it with every change to a header in
+// src/backend/ or to core/ops.def.
+// (v3: check_indices, scatter_dim. v4: the op table's enums, ScaleUpdate.rule.)
+inline constexpr uint32_t kBackendAbiVersion = 4;
 
 struct View {
   void *data = nullptr;
@@ -41,20 +46,6 @@ struct View {
     return n;
   }
 };
-
-enum class UnaryOp {
-  Neg, Exp, Log, Sqrt, Relu, GeluErf, GeluTanh, Sigmoid, Tanh,
-  Pow,         // x^s
-  AddScalar,   // x + s
-  MulScalar,   // x * s
-  RsubScalar,  // s - x
-  RdivScalar,  // s / x
-  Hardswish,   // x * relu6(x + 3) / 6
-  Hardsigmoid, // relu6(x + 3) / 6
-  Silu         // x * sigmoid(x)
-};
-
-enum class BinaryOp { Add, Sub, Mul, Div };
 
 // One batched matrix product C[b] = alpha * A[b] x B[b] + beta * C[b], where
 // A[b] is m x k with element (i,l) at a + b*a_batch + i*a_rs + l*a_cs, and
@@ -79,27 +70,13 @@ struct GemmArgs {
   bool allow_tf32 = false;
 };
 
-// The loss-scale update of a GradScaler step, in device memory. Counters
-// are I32 scalars, scale and found_inf F32 scalars; found_inf may be the sum
-// of several optimizers' flags (non-zero = overflow).
-//   if found_inf != 0:
-//     growth_tracker = 0; bad_count += 1
-//     if hysteresis > 1 and hysteresis_left > 0: hysteresis_left -= 1
-//     if hysteresis > 1 and hysteresis_left > 0: keep the scale      (Apex/Megatron)
-//     elif bad_count >= decr_every_n:                                  (Paddle)
-//       scale = max(fp32(scale * backoff), min_scale); bad_count = 0
-//   else:
-//     bad_count = 0; hysteresis_left = hysteresis; growth_tracker += 1
-//     if growth_tracker == growth_interval:
-//       new = fp32(scale * growth); if isfinite(new): scale = min(new, max_scale)
-//       growth_tracker = 0
-// With hysteresis = decr_every_n = 1 and no bounds this is exactly PyTorch's
-// _amp_update_scale_ (products formed in double and rounded once to fp32).
+// The loss-scale update of a GradScaler step (the state machine of
+// loss_scale_rule.hpp), in device memory. Counters are I32 scalars, scale
+// and found_inf F32 scalars; found_inf may be the sum of several
+// optimizers' flags (non-zero = overflow).
 struct ScaleUpdate {
   View scale, growth_tracker, bad_count, hysteresis_left, found_inf;
-  double growth_factor = 2.0, backoff_factor = 0.5;
-  int32_t growth_interval = 2000, decr_every_n = 1, hysteresis = 1;
-  double min_scale = 0.0, max_scale = 0.0;
+  LossScaleRule rule;
 };
 
 // ---- convolution and pooling geometry (conv helper) --------------------------
@@ -273,7 +250,7 @@ class Backend {
   // it is exactly 1.
   virtual void scale_grads(const View *grads, int n, const View &coef) = 0;
 
-  // --- optimizers (the fused per-parameter updates of optimizer_kernels.hpp,
+  // --- optimizers (the fused per-parameter updates of optimizer_args.hpp,
   // on this backend's memory and queue; found_inf may be null) ---------------
   virtual void sgd_step(const optim::ParamArgs &p, void *momentum_buf, const optim::SgdArgs &args,
                         const float *found_inf) = 0;

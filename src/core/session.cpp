@@ -2,14 +2,11 @@
 
 #include <omp.h>
 
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
-#include "amp/autocast.hpp"
-#include "backend/cpu/cpu_backend.hpp"
-#include "backend/loader.hpp"
+#include "backend/backend.hpp"
 #include "core/error.hpp"
 
 mixp_session::~mixp_session() { magic = 0; }
@@ -44,80 +41,33 @@ void apply_threads(const Session *s) noexcept {
   if (omp_get_max_threads() != s->num_threads) omp_set_num_threads(s->num_threads);
 }
 
- bool tf32_enabled(const Session *s) noexcept {
+bool tf32_enabled(const Session *s) noexcept {
   const char *env = std::getenv("MIXP_TF32_OVERRIDE");
   if (env && std::strcmp(env, "0") == 0) return false;
   if (env && std::strcmp(env, "1") == 0) return true;
   return s->allow_tf32;
 }
 
-namespace {
-
-// Parses "cuda" / "cuda:N"; returns false when `dev` is not of that form.
-bool parse_cuda(const std::string &dev, int *index) {
-  if (dev == "cuda") {
-    *index = 0;
-    return true;
-  }
-  if (dev.rfind("cuda:", 0) != 0 || dev.size() == 5 || dev.size() > 9) return false;
-  int v = 0;
-  for (size_t i = 5; i < dev.size(); ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(dev[i]))) return false;
-    v = v * 10 + (dev[i] - '0');
-  }
-  *index = v;
-  return true;
-}
-
-}  // namespace
-
-SessionRef make_session(const mixp_session_options &o) {
-  const char *fn = "mixp_session_create";
+void check_session_options(const mixp_session_options &o, const char *fn) {
   if (o.check_numerics != MIXP_NUMERICS_OFF && o.check_numerics != MIXP_NUMERICS_WARN &&
       o.check_numerics != MIXP_NUMERICS_ERROR)
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": check_numerics is ", int(o.check_numerics),
          " (expected MIXP_NUMERICS_OFF, _WARN or _ERROR)");
   if (o.num_threads < 0)
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": num_threads must be >= 0 (0 = all cores), got ", o.num_threads);
-  std::string dev = o.device ? o.device : "cpu";
-  int cuda_index = -1;
-  std::string note;
-  std::unique_ptr<Backend> backend;
-  std::string name = "cpu";
-  if (dev == "cpu") {
-  } else if (dev == "auto") {
-    try {
-      std::string desc;
-      backend = create_cuda_backend(0, &desc);
-      name = "cuda:0";
-      note = "device 'auto': using cuda:0 (" + desc + ")";
-    } catch (const Error &e) {
-      note = std::string("device 'auto': cuda is unavailable, using cpu: ") + e.what();
-    }
-  } else if (parse_cuda(dev, &cuda_index)) {
-    std::string desc;
-    try {
-      backend = create_cuda_backend(cuda_index, &desc);
-    } catch (const Error &e) {
-      fail(e.status(), fn, ": device '", dev, "' is unavailable: ", e.what());
-    }
-    name = "cuda:" + std::to_string(cuda_index);
-    note = desc;
-  } else {
-    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": unknown device '", dev,
-         "' (expected \"cpu\", \"cuda\", \"cuda:N\" or \"auto\")");
-  }
-  if (!backend) backend = std::make_unique<CpuBackend>();
+}
 
+SessionRef make_session(const mixp_session_options &o, std::unique_ptr<Backend> backend,
+                        std::string device, std::string note) {
   SessionRef s = SessionRef::adopt(new mixp_session());
-  s->device = name;
-  s->device_note = note;
+  s->device = std::move(device);
+  s->device_note = std::move(note);
   s->seed = o.seed;
   s->num_threads = o.num_threads > 0 ? o.num_threads : omp_get_num_procs();
   s->backend = std::move(backend);
   s->allow_tf32 = o.allow_tf32 != 0;
   s->numerics = o.check_numerics;
-  if (!note.empty()) s->log(MIXP_LOG_INFO, note);
+  if (!s->device_note.empty()) s->log(MIXP_LOG_INFO, s->device_note);
   return s;
 }
 

@@ -14,8 +14,8 @@
 
 namespace mixp {
 class Backend;
-namespace amp {
-struct SessionAmp;
+namespace autocast {
+struct SessionState;
 }
 struct CheckpointRegion;
 }  // namespace mixp
@@ -37,9 +37,9 @@ struct mixp_session {
 
   std::unique_ptr<mixp::Backend> backend;
 
-  // Mixed precision: the autocast stack and cast cache (src/amp/autocast.hpp),
-  // created on the first mixp_autocast_push.
-  std::unique_ptr<mixp::amp::SessionAmp> amp;
+  // Mixed precision: the autocast stack and cast cache
+  // (src/autocast/autocast.hpp), created on the first mixp_autocast_push.
+  std::shared_ptr<mixp::autocast::SessionState> autocast;
   // Depth of nested operations: autocast and the numerics checker act at
   // depth 0 only, i.e. on the ops a user calls, not on their internals.
   int op_depth = 0;
@@ -98,7 +98,11 @@ void apply_threads(const Session *s) noexcept;
 // session's switch (like NVIDIA_TF32_OVERRIDE).
 bool tf32_enabled(const Session *s) noexcept;
 
-// Creates a session (used by mixp_session_create).
-SessionRef make_session(const mixp_session_options &opts);
+// mixp_session_create's checks of the options that are not the device.
+void check_session_options(const mixp_session_options &opts, const char *fn);
+// Creates a session on an opened device (backend/device.hpp); `note` is
+// logged at INFO level.
+SessionRef make_session(const mixp_session_options &opts, std::unique_ptr<Backend> backend,
+                        std::string device, std::string note);
 
 }  // namespace mixp

@@ -35,7 +35,7 @@ TensorPtr scaled_dot_product_attention(const TensorPtr &q_in, const TensorPtr &k
   static const char *fn = "mixp_scaled_dot_product_attention";
   Session *s = same_session(fn, {q_in.get(), k_in.get(), v_in.get()});
   TensorPtr q = q_in, k = k_in, v = v_in;
-  OpScope scope("scaled_dot_product_attention", s, {&q, &k, &v});
+  OpScope scope(OpId::scaled_dot_product_attention, s, {&q, &k, &v});
   scope.tape({q.get(), k.get(), v.get()}, [=](const Replay &r) {
     return scaled_dot_product_attention(r[0], r[1], r[2], is_causal, dropout_p, scale);
   });

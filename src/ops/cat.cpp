@@ -29,7 +29,7 @@ TensorPtr cat(const std::vector<TensorPtr> &xs_in, int dim) {
   static const char *fn = "mixp_cat";
   if (xs_in.empty()) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": needs at least one tensor, got 0");
   std::vector<TensorPtr> xs = xs_in;
-  OpScope scope("cat", xs[0]->session.get(), xs);
+  OpScope scope(OpId::cat, xs[0]->session.get(), xs);
   scope.tape(xs, [dim](const Replay &r) { return cat(r.all(), dim); });
   const Tensor &x0 = *xs[0];
   Session *s = scope.session();

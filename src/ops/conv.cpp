@@ -50,7 +50,7 @@ TensorPtr conv2d(const TensorPtr &x_in, const TensorPtr &w_in, const TensorPtr &
   const char *fn = "mixp_conv2d";
   same_session(fn, {x_in.get(), w_in.get(), bias_in.get()});
   TensorPtr x = x_in, w = w_in, bias = bias_in;
-  OpScope scope("conv2d", x->session.get(), {&x, &w, &bias});
+  OpScope scope(OpId::conv2d, x->session.get(), {&x, &w, &bias});
   scope.tape({x.get(), w.get(), bias.get()}, [o](const Replay &r) { return conv2d(r[0], r[1], r[2], o); });
   Session *s = scope.session();
   require_float(fn, "x", *x);

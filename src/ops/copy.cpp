@@ -28,7 +28,7 @@ TensorPtr clone(const TensorPtr &x) {
 
 TensorPtr contiguous(const TensorPtr &x) {
   if (x->is_contiguous()) return x;
-  OpScope scope("contiguous", x->session.get());
+  OpScope scope(OpId::contiguous, x->session.get());
   scope.tape({x.get()}, [](const Replay &r) { return contiguous(r[0]); });
   TensorPtr out = clone(x);
   if (should_record(x->session.get(), {x.get()})) {
@@ -41,7 +41,7 @@ TensorPtr contiguous(const TensorPtr &x) {
 
 TensorPtr cast(const TensorPtr &x, DType dtype) {
   if (x->dtype == dtype) return x;
-  OpScope scope("cast", x->session.get());
+  OpScope scope(OpId::cast, x->session.get());
   scope.tape({x.get()}, [dtype](const Replay &r) { return cast(r[0], dtype); });
   TensorPtr out = empty(x->session.get(), dtype, shape_of(*x));
   if (out->numel() > 0) backend_of(*x).copy(view_of(*x), view_of(*out));

@@ -33,7 +33,7 @@ struct DropoutNode : Node {
 TensorPtr dropout(const TensorPtr &x_in, double p, bool training) {
   static const char *fn = "mixp_dropout";
   TensorPtr x = x_in;
-  OpScope scope("dropout", x->session.get(), {&x});
+  OpScope scope(OpId::dropout, x->session.get(), {&x});
   scope.tape({x.get()}, [=](const Replay &r) { return dropout(r[0], p, training); });
   Session *s = scope.session();
   require_float(fn, "x", *x);

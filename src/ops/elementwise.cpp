@@ -10,101 +10,7 @@
 
 namespace mixp {
 
-const char *unary_name(UnaryOp op) noexcept {
-  switch (op) {
-    case UnaryOp::Neg: return "neg";
-    case UnaryOp::Exp: return "exp";
-    case UnaryOp::Log: return "log";
-    case UnaryOp::Sqrt: return "sqrt";
-    case UnaryOp::Relu: return "relu";
-    case UnaryOp::GeluErf:
-    case UnaryOp::GeluTanh: return "gelu";
-    case UnaryOp::Sigmoid: return "sigmoid";
-    case UnaryOp::Tanh: return "tanh";
-    case UnaryOp::Pow: return "pow";
-    case UnaryOp::AddScalar: return "add_scalar";
-    case UnaryOp::MulScalar: return "mul_scalar";
-    case UnaryOp::RsubScalar: return "rsub_scalar";
-    case UnaryOp::RdivScalar: return "rdiv_scalar";
-    case UnaryOp::Hardswish: return "hardswish";
-    case UnaryOp::Hardsigmoid: return "hardsigmoid";
-    case UnaryOp::Silu: return "silu";
-  }
-  return "unary";
-}
-
-const char *binary_name(BinaryOp op) noexcept {
-  switch (op) {
-    case BinaryOp::Add: return "add";
-    case BinaryOp::Sub: return "sub";
-    case BinaryOp::Mul: return "mul";
-    case BinaryOp::Div: return "div";
-  }
-  return "binary";
-}
-
 namespace {
-
-// Error messages name the C entry point that users call.
-const char *unary_fn(UnaryOp op) noexcept {
-  switch (op) {
-    case UnaryOp::Neg: return "mixp_neg";
-    case UnaryOp::Exp: return "mixp_exp";
-    case UnaryOp::Log: return "mixp_log";
-    case UnaryOp::Sqrt: return "mixp_sqrt";
-    case UnaryOp::Relu: return "mixp_relu";
-    case UnaryOp::GeluErf:
-    case UnaryOp::GeluTanh: return "mixp_gelu";
-    case UnaryOp::Sigmoid: return "mixp_sigmoid";
-    case UnaryOp::Tanh: return "mixp_tanh";
-    case UnaryOp::Pow: return "mixp_pow";
-    case UnaryOp::AddScalar: return "mixp_add_scalar";
-    case UnaryOp::MulScalar: return "mixp_mul_scalar";
-    case UnaryOp::RsubScalar: return "mixp_rsub_scalar";
-    case UnaryOp::RdivScalar: return "mixp_rdiv_scalar";
-    case UnaryOp::Hardswish: return "mixp_hardswish";
-    case UnaryOp::Hardsigmoid: return "mixp_hardsigmoid";
-    case UnaryOp::Silu: return "mixp_silu";
-  }
-  return "mixp_unary";
-}
-
-const char *binary_fn(BinaryOp op) noexcept {
-  switch (op) {
-    case BinaryOp::Add: return "mixp_add";
-    case BinaryOp::Sub: return "mixp_sub";
-    case BinaryOp::Mul: return "mixp_mul";
-    case BinaryOp::Div: return "mixp_div";
-  }
-  return "mixp_binary";
-}
-
-// Which forward values a unary backward formula reads; saving only those
-// keeps activations that nothing needs from being held until backward.
-bool backward_reads_input(UnaryOp op) noexcept {
-  switch (op) {
-    case UnaryOp::Log:
-    case UnaryOp::Relu:
-    case UnaryOp::GeluErf:
-    case UnaryOp::GeluTanh:
-    case UnaryOp::Pow:
-    case UnaryOp::RdivScalar:
-    case UnaryOp::Hardswish:
-    case UnaryOp::Hardsigmoid:
-    case UnaryOp::Silu: return true;
-    default: return false;
-  }
-}
-
-bool backward_reads_output(UnaryOp op) noexcept {
-  switch (op) {
-    case UnaryOp::Exp:
-    case UnaryOp::Sqrt:
-    case UnaryOp::Sigmoid:
-    case UnaryOp::Tanh: return true;
-    default: return false;
-  }
-}
 
 // Brings an incoming gradient to the dtype of the forward result and to a
 // dense layout, which the fused unary backward kernel expects.
@@ -190,10 +96,11 @@ void require_tensor(const TensorPtr &t, const char *fn, const char *arg) {
 }  // namespace
 
 TensorPtr unary(UnaryOp op, const TensorPtr &x_in, double s) {
-  const char *fn = unary_fn(op);
+  const OpInfo &info = op_info(op_of(op));
+  const char *fn = info.c_function;
   require_tensor(x_in, fn, "x");
   TensorPtr x = x_in;
-  OpScope scope(unary_name(op), x->session.get(), {&x});
+  OpScope scope(op_of(op), x->session.get(), {&x});
   scope.tape({x.get()}, [=](const Replay &r) { return unary(op, r[0], s); });
   Session *ses = scope.session();
   require_float(fn, "x", *x);
@@ -207,25 +114,28 @@ TensorPtr unary(UnaryOp op, const TensorPtr &x_in, double s) {
 
   if (should_record(ses, {x.get()})) {
     auto node = std::make_shared<UnaryNode>();
-    node->name = unary_name(op);
+    node->name = info.name;
     node->op = op;
     node->s = s;
     node->dtype = x->dtype;
     node->shape = shape;
-    if (backward_reads_input(op)) node->x = detach(*xc);
-    if (backward_reads_output(op)) node->y = detach(*y);
+    // Only what the backward formula reads (core/ops.def), so that
+    // activations nothing needs are not held until backward.
+    if (unary_reads(op) == Reads::Input) node->x = detach(*xc);
+    if (unary_reads(op) == Reads::Output) node->y = detach(*y);
     record(node, {x.get()}, {y.get()});
   }
   return scope.finish(y);
 }
 
 TensorPtr binary(BinaryOp op, const TensorPtr &a_in, const TensorPtr &b_in) {
-  const char *fn = binary_fn(op);
+  const OpInfo &info = op_info(op_of(op));
+  const char *fn = info.c_function;
   require_tensor(a_in, fn, "a");
   require_tensor(b_in, fn, "b");
   Session *ses = same_session(fn, {a_in.get(), b_in.get()});
   TensorPtr a = a_in, b = b_in;
-  OpScope scope(binary_name(op), ses, {&a, &b});
+  OpScope scope(op_of(op), ses, {&a, &b});
   scope.tape({a.get(), b.get()}, [=](const Replay &r) { return binary(op, r[0], r[1]); });
   require_float(fn, "a", *a);
   require_float(fn, "b", *b);
@@ -238,7 +148,7 @@ TensorPtr binary(BinaryOp op, const TensorPtr &a_in, const TensorPtr &b_in) {
 
   if (should_record(ses, {a.get(), b.get()})) {
     auto node = std::make_shared<BinaryNode>();
-    node->name = binary_name(op);
+    node->name = info.name;
     node->op = op;
     node->a_shape = a_shape;
     node->b_shape = b_shape;

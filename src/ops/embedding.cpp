@@ -36,7 +36,7 @@ TensorPtr embedding(const TensorPtr &weight_in, const TensorPtr &indices, int64_
   static const char *fn = "mixp_embedding";
   Session *s = same_session(fn, {weight_in.get(), indices.get()});
   TensorPtr weight = weight_in;
-  OpScope scope("embedding", s, {&weight});
+  OpScope scope(OpId::embedding, s, {&weight});
   scope.tape({weight.get(), indices.get()},
              [=](const Replay &r) { return embedding(r[0], r[1], padding_idx); });
   require_float(fn, "weight", *weight);

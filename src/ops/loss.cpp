@@ -60,7 +60,7 @@ TensorPtr cross_entropy(const TensorPtr &logits_in, const TensorPtr &target, mix
                         int64_t ignore_index) {
   static const char *fn = "mixp_cross_entropy";
   TensorPtr logits = logits_in;
-  OpScope scope("cross_entropy", logits->session.get(), {&logits});
+  OpScope scope(OpId::cross_entropy, logits->session.get(), {&logits});
   scope.tape({logits.get(), target.get()},
              [=](const Replay &r) { return cross_entropy(r[0], r[1], reduction, ignore_index); });
   Session *s = same_session(fn, {logits.get(), target.get()});
@@ -137,7 +137,7 @@ TensorPtr cross_entropy(const TensorPtr &logits_in, const TensorPtr &target, mix
 TensorPtr mse_loss(const TensorPtr &a_in, const TensorPtr &b_in, mixp_reduction reduction) {
   static const char *fn = "mixp_mse_loss";
   TensorPtr a = a_in, b = b_in;
-  OpScope scope("mse_loss", a->session.get(), {&a, &b});
+  OpScope scope(OpId::mse_loss, a->session.get(), {&a, &b});
   scope.tape({a.get(), b.get()}, [=](const Replay &r) { return mse_loss(r[0], r[1], reduction); });
   same_session(fn, {a.get(), b.get()});
   check_reduction(fn, reduction);

@@ -151,7 +151,7 @@ TensorPtr matmul(const TensorPtr &a_in, const TensorPtr &b_in) {
   const char *fn = "mixp_matmul";
   same_session(fn, {a_in.get(), b_in.get()});
   TensorPtr a = a_in, b = b_in;
-  OpScope scope("matmul", a->session.get(), {&a, &b});
+  OpScope scope(OpId::matmul, a->session.get(), {&a, &b});
   scope.tape({a.get(), b.get()}, [](const Replay &r) { return matmul(r[0], r[1]); });
   check_matmul_args(fn, *a, *b);
   if (a->ndim == 0 || b->ndim == 0)
@@ -181,7 +181,7 @@ TensorPtr bmm(const TensorPtr &a_in, const TensorPtr &b_in) {
   const char *fn = "mixp_bmm";
   same_session(fn, {a_in.get(), b_in.get()});
   TensorPtr a = a_in, b = b_in;
-  OpScope scope("bmm", a->session.get(), {&a, &b});
+  OpScope scope(OpId::bmm, a->session.get(), {&a, &b});
   scope.tape({a.get(), b.get()}, [](const Replay &r) { return bmm(r[0], r[1]); });
   check_matmul_args(fn, *a, *b);
   if (a->ndim != 3 || b->ndim != 3)
@@ -196,7 +196,7 @@ TensorPtr linear(const TensorPtr &x_in, const TensorPtr &w_in, const TensorPtr &
   const char *fn = "mixp_linear";
   same_session(fn, {x_in.get(), w_in.get(), bias_in.get()});
   TensorPtr x = x_in, w = w_in, bias = bias_in;
-  OpScope scope("linear", x->session.get(), {&x, &w, &bias});
+  OpScope scope(OpId::linear, x->session.get(), {&x, &w, &bias});
   scope.tape({x.get(), w.get(), bias.get()}, [](const Replay &r) { return linear(r[0], r[1], r[2]); });
   require_float(fn, "x", *x);
   require_float(fn, "weight", *w);

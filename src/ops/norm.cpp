@@ -143,7 +143,7 @@ TensorPtr batch_norm(const TensorPtr &x_in, const TensorPtr &weight_in, const Te
   Session *s = same_session(fn, {x_in.get(), weight_in.get(), bias_in.get(), running_mean.get(),
                                  running_var.get()});
   TensorPtr x = x_in, weight = weight_in, bias = bias_in;
-  OpScope scope("batch_norm", s, {&x, &weight, &bias});
+  OpScope scope(OpId::batch_norm, s, {&x, &weight, &bias});
   scope.tape({x.get(), weight.get(), bias.get(), running_mean.get(), running_var.get()},
              [=](const Replay &r) {
                return batch_norm(r[0], r[1], r[2], r[3], r[4], training, momentum, eps, layout);
@@ -252,7 +252,7 @@ TensorPtr layer_norm(const TensorPtr &x_in, int normalized_ndim, const TensorPtr
   static const char *fn = "mixp_layer_norm";
   Session *s = same_session(fn, {x_in.get(), weight_in.get(), bias_in.get()});
   TensorPtr x = x_in, weight = weight_in, bias = bias_in;
-  OpScope scope("layer_norm", s, {&x, &weight, &bias});
+  OpScope scope(OpId::layer_norm, s, {&x, &weight, &bias});
   scope.tape({x.get(), weight.get(), bias.get()},
              [=](const Replay &r) { return layer_norm(r[0], normalized_ndim, r[1], r[2], eps); });
   require_float(fn, "x", *x);
@@ -278,7 +278,7 @@ TensorPtr group_norm(const TensorPtr &x_in, int64_t groups, const TensorPtr &wei
   static const char *fn = "mixp_group_norm";
   Session *s = same_session(fn, {x_in.get(), weight_in.get(), bias_in.get()});
   TensorPtr x = x_in, weight = weight_in, bias = bias_in;
-  OpScope scope("group_norm", s, {&x, &weight, &bias});
+  OpScope scope(OpId::group_norm, s, {&x, &weight, &bias});
   scope.tape({x.get(), weight.get(), bias.get()},
              [=](const Replay &r) { return group_norm(r[0], groups, r[1], r[2], eps); });
   require_float(fn, "x", *x);

@@ -1,6 +1,6 @@
 #include <exception>
 
-#include "amp/autocast.hpp"
+#include "autocast/autocast.hpp"
 #include "autograd/node.hpp"
 #include "core/error.hpp"
 #include "ops/ops.hpp"
@@ -65,17 +65,54 @@ void OpScope::settle() noexcept {
   }
 }
 
-OpScope::OpScope(const char *name, Session *s, std::initializer_list<TensorPtr *> inputs)
-    : name_(name), s_(s) {
+OpScope::OpScope(OpId op, Session *s, std::initializer_list<TensorPtr *> inputs)
+    : op_(op), name_(op_name(op)), s_(s) {
   enter();
-  if (outermost_ && inputs.size() && s->amp) amp::apply(s, name, inputs);
+  if (outermost_ && inputs.size() && s->autocast) autocast_inputs(inputs.begin(), inputs.size());
   ++s_->op_depth;  // last: a constructor that throws never reaches the destructor
 }
 
-OpScope::OpScope(const char *name, Session *s, std::vector<TensorPtr> &inputs) : name_(name), s_(s) {
+OpScope::OpScope(OpId op, Session *s, std::vector<TensorPtr> &inputs)
+    : op_(op), name_(op_name(op)), s_(s) {
   enter();
-  if (outermost_ && !inputs.empty() && s->amp) amp::apply(s, name, inputs);
+  if (outermost_ && !inputs.empty() && s->autocast) {
+    std::vector<TensorPtr *> ptrs;
+    for (TensorPtr &t : inputs) ptrs.push_back(&t);
+    autocast_inputs(ptrs.data(), ptrs.size());
+  }
   ++s_->op_depth;
+}
+
+namespace {
+
+// One input brought to `to` for autocast, through the cast cache where
+// autocast allows it. The casts run before the op's depth is raised, so
+// they are ops the user called in effect: a checkpoint region tapes them.
+TensorPtr autocast_input(Session *s, const TensorPtr &t, DType to) {
+  if (t->dtype == to) return t;
+  if (!autocast::cacheable(s, *t, to)) return cast(t, to);
+  // A backward pass frees the graph of the cached copy's cast; reusing it
+  // would make the next backward fail (gradient accumulation inside one
+  // region), so such an entry is cast afresh.
+  TensorPtr c = autocast::cached(s, *t, to);
+  if (c && !(c->grad_fn && c->grad_fn->released)) return c;
+  c = cast(t, to);
+  autocast::remember(s, t, c);
+  return c;
+}
+
+bool eligible(const TensorPtr *p) { return p && *p && autocast::eligible(**p); }
+
+}  // namespace
+
+void OpScope::autocast_inputs(TensorPtr *const *inputs, size_t n) {
+  std::vector<DType> dtypes;
+  for (size_t i = 0; i < n; ++i)
+    if (eligible(inputs[i])) dtypes.push_back((*inputs[i])->dtype);
+  const std::optional<DType> to = autocast::cast_target(s_, op_, dtypes);
+  if (!to) return;
+  for (size_t i = 0; i < n; ++i)
+    if (eligible(inputs[i])) *inputs[i] = autocast_input(s_, *inputs[i], *to);
 }
 
 void OpScope::check_output(const Tensor &out, int index) const {

@@ -14,18 +14,20 @@
 namespace mixp {
 
 // ---- per-op scaffolding (ops/op_common.cpp) ---------------------------------
-// Entered at the start of every op: checks the session is open and sets the
-// thread count. At the outermost level (an op the user called, not one an op
-// calls internally) it applies the session's autocast policy for op `name`
-// to the float tensors among `inputs`, replacing them in place, and
+// Entered at the start of every op, named by its row in the op table
+// (core/ops.def): checks the session is open and sets the thread count. At
+// the outermost level (an op the user called, not one an op calls
+// internally) it casts the float tensors among `inputs` in place as the
+// session's autocast region decides for the op (autocast/autocast.hpp), and
 // finish()/check_output() run the numerics checker on the results.
 class OpScope {
  public:
-  OpScope(const char *name, Session *s, std::initializer_list<TensorPtr *> inputs = {});
-  OpScope(const char *name, Session *s, std::vector<TensorPtr> &inputs);
+  OpScope(OpId op, Session *s, std::initializer_list<TensorPtr *> inputs = {});
+  OpScope(OpId op, Session *s, std::vector<TensorPtr> &inputs);
   ~OpScope();
   OpScope(const OpScope &) = delete;
   OpScope &operator=(const OpScope &) = delete;
+  OpId op() const noexcept { return op_; }
   const char *name() const noexcept { return name_; }
   Session *session() const noexcept { return s_; }
   bool outermost() const noexcept { return outermost_; }
@@ -48,7 +50,7 @@ class OpScope {
   // right after it (before validating arguments or drawing random numbers)
   // and return each output through finish(), check_output() or produced()
   // with its index, e.g.
-  //   OpScope scope("silu", x->session.get(), {&x});
+  //   OpScope scope(OpId::silu, x->session.get(), {&x});
   //   scope.tape({x.get()}, [=](const Replay &r) { return silu(r[0]); });
   // Inside a checkpoint region this records how to run the op again;
   // elsewhere it costs one branch. `inputs` are the op's tensor inputs as
@@ -88,9 +90,11 @@ class OpScope {
       return ReplayFn(std::forward<F>(f));
   }
   void enter();
+  void autocast_inputs(TensorPtr *const *inputs, size_t n);
   void tape_impl(std::vector<const Tensor *> inputs, ReplayFn fn);
   void mark(const Tensor &out, int index) const;
   void settle() noexcept;
+  OpId op_;
   const char *name_;
   Session *s_;
   bool outermost_ = false;
@@ -104,7 +108,7 @@ class OpScope {
   std::vector<const Tensor *> tape_inputs_;
 };
 
-// The numerics checker (amp/numerics.cpp): when the session's mode is on and
+// The numerics checker (ops/numerics.cpp): when the session's mode is on and
 // `t` holds NaN or Inf, reports op, phase ("forward"/"backward"), output
 // index, dtype, shape and counts: logs it (warn) or throws MIXP_ERR_NUMERIC.
 void check_numerics(Session *s, const char *op, const char *phase, int index, const Tensor &t);
@@ -149,8 +153,6 @@ inline TensorPtr div(const TensorPtr &a, const TensorPtr &b) { return binary(Bin
 inline TensorPtr neg(const TensorPtr &x) { return unary(UnaryOp::Neg, x); }
 inline TensorPtr add_scalar(const TensorPtr &x, double s) { return unary(UnaryOp::AddScalar, x, s); }
 inline TensorPtr mul_scalar(const TensorPtr &x, double s) { return unary(UnaryOp::MulScalar, x, s); }
-const char *unary_name(UnaryOp op) noexcept;
-const char *binary_name(BinaryOp op) noexcept;
 
 // ---- reductions, row ops, losses (ops/reduce.cpp, ops/softmax.cpp, ops/loss.cpp)
 // dims: each in [-ndim, ndim); empty = all.

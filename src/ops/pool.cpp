@@ -70,11 +70,11 @@ TensorPtr run_pool(OpScope &scope, const TensorPtr &x, const Pool2dGeom &g) {
   return scope.finish(y);
 }
 
-TensorPtr window_pool(PoolKind kind, const char *op, const char *fn, const TensorPtr &x_in,
-                      const mixp_pool2d_options &o) {
+TensorPtr window_pool(PoolKind kind, OpId op, const TensorPtr &x_in, const mixp_pool2d_options &o) {
+  const char *fn = op_info(op).c_function;
   TensorPtr x = x_in;
   OpScope scope(op, x->session.get(), {&x});
-  scope.tape({x.get()}, [=](const Replay &r) { return window_pool(kind, op, fn, r[0], o); });
+  scope.tape({x.get()}, [=](const Replay &r) { return window_pool(kind, op, r[0], o); });
   check_layout(fn, "options->layout", int(o.layout));
   Pool2dGeom g;
   g.kind = kind;
@@ -111,17 +111,17 @@ TensorPtr window_pool(PoolKind kind, const char *op, const char *fn, const Tenso
 }  // namespace
 
 TensorPtr max_pool2d(const TensorPtr &x, const mixp_pool2d_options &o) {
-  return window_pool(PoolKind::Max, "max_pool2d", "mixp_max_pool2d", x, o);
+  return window_pool(PoolKind::Max, OpId::max_pool2d, x, o);
 }
 
 TensorPtr avg_pool2d(const TensorPtr &x, const mixp_pool2d_options &o) {
-  return window_pool(PoolKind::Avg, "avg_pool2d", "mixp_avg_pool2d", x, o);
+  return window_pool(PoolKind::Avg, OpId::avg_pool2d, x, o);
 }
 
 TensorPtr adaptive_avg_pool2d(const TensorPtr &x_in, int64_t out_h, int64_t out_w, mixp_layout layout) {
   const char *fn = "mixp_adaptive_avg_pool2d";
   TensorPtr x = x_in;
-  OpScope scope("adaptive_avg_pool2d", x->session.get(), {&x});
+  OpScope scope(OpId::adaptive_avg_pool2d, x->session.get(), {&x});
   scope.tape({x.get()}, [=](const Replay &r) { return adaptive_avg_pool2d(r[0], out_h, out_w, layout); });
   check_layout(fn, "layout", int(layout));
   Pool2dGeom g;

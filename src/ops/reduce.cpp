@@ -40,11 +40,12 @@ struct SumNode : Node {
   }
 };
 
-TensorPtr sum_impl(const char *op, const char *fn, const TensorPtr &x_in, const std::vector<int> &dims,
-                   bool keepdim, bool is_mean) {
+TensorPtr sum_impl(OpId op, const TensorPtr &x_in, const std::vector<int> &dims, bool keepdim,
+                   bool is_mean) {
+  const char *fn = op_info(op).c_function;
   TensorPtr x = x_in;
   OpScope scope(op, x->session.get(), {&x});
-  scope.tape({x.get()}, [=](const Replay &r) { return sum_impl(op, fn, r[0], dims, keepdim, is_mean); });
+  scope.tape({x.get()}, [=](const Replay &r) { return sum_impl(op, r[0], dims, keepdim, is_mean); });
   Session *s = scope.session();
   require_float(fn, "x", *x);
   const int nd = x->ndim;
@@ -92,7 +93,7 @@ TensorPtr sum_impl(const char *op, const char *fn, const TensorPtr &x_in, const 
 
   if (should_record(s, {x.get()})) {
     auto node = std::make_shared<SumNode>();
-    node->name = op;
+    node->name = op_name(op);
     node->in_shape = shape_of(*x);
     node->keep_shape = keep_shape;
     node->scale = scale;
@@ -147,16 +148,16 @@ struct MaxNode : Node {
 }  // namespace
 
 TensorPtr sum(const TensorPtr &x, const std::vector<int> &dims, bool keepdim) {
-  return sum_impl("sum", "mixp_sum", x, dims, keepdim, false);
+  return sum_impl(OpId::sum, x, dims, keepdim, false);
 }
 
 TensorPtr mean(const TensorPtr &x, const std::vector<int> &dims, bool keepdim) {
-  return sum_impl("mean", "mixp_mean", x, dims, keepdim, true);
+  return sum_impl(OpId::mean, x, dims, keepdim, true);
 }
 
 void max(const TensorPtr &x_in, int dim, bool keepdim, TensorPtr *values, TensorPtr *indices) {
   TensorPtr x = x_in;
-  OpScope scope("max", x->session.get(), {&x});
+  OpScope scope(OpId::max, x->session.get(), {&x});
   const bool want_values = values != nullptr;
   scope.tape({x.get()}, [=](const Replay &r) {
     TensorPtr v, i;
@@ -194,7 +195,7 @@ void max(const TensorPtr &x_in, int dim, bool keepdim, TensorPtr *values, Tensor
 
 TensorPtr argmax(const TensorPtr &x_in, int dim, bool keepdim) {
   TensorPtr x = x_in;
-  OpScope scope("argmax", x->session.get(), {&x});
+  OpScope scope(OpId::argmax, x->session.get(), {&x});
   scope.tape({x.get()}, [=](const Replay &r) { return argmax(r[0], dim, keepdim); });
   if (x->dtype == MIXP_BOOL)
     fail(MIXP_ERR_DTYPE, "mixp_argmax: x has dtype bool, which has no order");

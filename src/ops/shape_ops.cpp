@@ -25,7 +25,7 @@ struct PadNode : Node {
 
 std::vector<TensorPtr> split(const TensorPtr &x, const std::vector<int64_t> &sizes, int dim) {
   static const char *fn = "mixp_split";
-  OpScope scope("split", x->session.get());
+  OpScope scope(OpId::split, x->session.get());
   scope.tape({x.get()}, [=](const Replay &r) { return split(r[0], sizes, dim); });
   if (x->ndim == 0) fail(MIXP_ERR_SHAPE, fn, ": x is a scalar (0-d); there is no dim to split");
   const int d = wrap_dim(dim, x->ndim, fn, "dim");
@@ -51,7 +51,7 @@ std::vector<TensorPtr> split(const TensorPtr &x, const std::vector<int64_t> &siz
 
 TensorPtr flatten(const TensorPtr &x, int start_dim, int end_dim) {
   static const char *fn = "mixp_flatten";
-  OpScope scope("flatten", x->session.get());
+  OpScope scope(OpId::flatten, x->session.get());
   scope.tape({x.get()}, [=](const Replay &r) { return flatten(r[0], start_dim, end_dim); });
   if (x->ndim == 0) {
     // As PyTorch: a scalar flattens to [1]; only dims 0 and -1 name it.
@@ -77,7 +77,7 @@ TensorPtr flatten(const TensorPtr &x, int start_dim, int end_dim) {
 TensorPtr pad(const TensorPtr &x_in, const std::vector<int64_t> &pads, double value) {
   static const char *fn = "mixp_pad";
   TensorPtr x = x_in;
-  OpScope scope("pad", x->session.get(), {&x});
+  OpScope scope(OpId::pad, x->session.get(), {&x});
   scope.tape({x.get()}, [=](const Replay &r) { return pad(r[0], pads, value); });
   Session *s = scope.session();
   require_float(fn, "x", *x);

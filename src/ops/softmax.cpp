@@ -29,8 +29,8 @@ struct SoftmaxNode : Node {
 }  // namespace
 
 TensorPtr softmax(const TensorPtr &x_in, int dim, bool log) {
-  const char *op = log ? "log_softmax" : "softmax";
-  const char *fn = log ? "mixp_log_softmax" : "mixp_softmax";
+  const OpId op = log ? OpId::log_softmax : OpId::softmax;
+  const char *fn = op_info(op).c_function;
   TensorPtr x = x_in;
   OpScope scope(op, x->session.get(), {&x});
   scope.tape({x.get()}, [=](const Replay &r) { return softmax(r[0], dim, log); });
@@ -48,7 +48,7 @@ TensorPtr softmax(const TensorPtr &x_in, int dim, bool log) {
 
   if (should_record(s, {x.get()})) {
     auto node = std::make_shared<SoftmaxNode>();
-    node->name = op;
+    node->name = op_name(op);
     node->y = detach(*y);
     node->outer = outer;
     node->n = n;

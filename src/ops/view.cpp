@@ -84,7 +84,7 @@ bool view_strides(const Tensor &x, const Shape &target, int64_t *out) {
 
 TensorPtr reshape(const TensorPtr &x, const Shape &shape_in) {
   const char *fn = "mixp_reshape";
-  OpScope scope("reshape", x->session.get());
+  OpScope scope(OpId::reshape, x->session.get());
   scope.tape({x.get()}, [shape_in](const Replay &r) { return reshape(r[0], shape_in); });
   Shape shape = shape_in;
   int infer = -1;
@@ -128,7 +128,7 @@ TensorPtr reshape(const TensorPtr &x, const Shape &shape_in) {
 
 TensorPtr permute(const TensorPtr &x, const int *dims, int ndim) {
   const char *fn = "mixp_permute";
-  OpScope scope("permute", x->session.get());
+  OpScope scope(OpId::permute, x->session.get());
   if (ndim != x->ndim)
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": dims has ", ndim, " entries but x has ", x->ndim, " dimensions");
   bool used[MIXP_MAX_DIMS] = {};
@@ -170,7 +170,7 @@ TensorPtr transpose(const TensorPtr &x, int dim0, int dim1) {
 
 TensorPtr slice(const TensorPtr &x, int dim, int64_t start, int64_t end, int64_t step) {
   const char *fn = "mixp_slice";
-  OpScope scope("slice", x->session.get());
+  OpScope scope(OpId::slice, x->session.get());
   scope.tape({x.get()}, [=](const Replay &r) { return slice(r[0], dim, start, end, step); });
   const int d = wrap_dim(dim, x->ndim, fn);
   if (step < 1) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": step must be >= 1, got ", step);
@@ -198,7 +198,7 @@ TensorPtr slice(const TensorPtr &x, int dim, int64_t start, int64_t end, int64_t
 
 TensorPtr expand(const TensorPtr &x, const Shape &shape) {
   const char *fn = "mixp_expand";
-  OpScope scope("expand", x->session.get());
+  OpScope scope(OpId::expand, x->session.get());
   scope.tape({x.get()}, [shape](const Replay &r) { return expand(r[0], shape); });
   if (broadcast_shapes(fn, shape_of(*x), shape) != shape)
     fail(MIXP_ERR_SHAPE, fn, ": x of shape ", shape_str(*x), " does not broadcast to ", shape_str(shape));

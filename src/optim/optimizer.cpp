@@ -9,7 +9,7 @@
 #include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "ops/ops.hpp"
-#include "optim/optimizer_kernels.hpp"
+#include "backend/optimizer_args.hpp"
 
 namespace mixp::optim {
 namespace {

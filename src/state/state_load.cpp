@@ -5,10 +5,10 @@
 #include <cmath>
 #include <set>
 
-#include "amp/autocast.hpp"
+#include "autocast/autocast.hpp"
 #include "backend/backend.hpp"
 #include "core/error.hpp"
-#include "optim/optimizer_kernels.hpp"
+#include "backend/optimizer_args.hpp"
 #include "state/file_io.hpp"
 #include "state/safetensors.hpp"
 #include "state/state.hpp"
@@ -164,7 +164,7 @@ void commit_copies(const std::vector<Copy> &copies) {
 
 // Values loaded in place change what an autocast cast cache holds for them.
 void drop_cast_cache(Session *s) noexcept {
-  if (s->amp) s->amp->cache.clear();
+  autocast::clear_cache(s);
 }
 
 struct OptPlan {

@@ -10,9 +10,8 @@
 #include <cmath>
 #include <vector>
 
-#include "amp/loss_scale_rule.hpp"
+#include "backend/loss_scale_rule.hpp"
 #include "backend/cpu/cpu_backend.hpp"
-#include "core/error.hpp"
 
 namespace mixp {
 namespace {
@@ -21,21 +20,6 @@ namespace {
 constexpr int64_t kParallelMin = 1 << 15;
 // Block length of the fixed-order sum of squares.
 constexpr int64_t kNormBlock = 4096;
-
-void require_scalar(const View &v, DType dtype, const char *kernel, const char *arg) {
-  if (!v.data || v.dtype != dtype || v.numel() != 1)
-    fail(MIXP_ERR_INTERNAL, "cpu ", kernel, ": ", arg, " must be a one-element ",
-         dtype_name(dtype), " buffer, got ", dtype_name(v.dtype), " with ", v.numel(),
-         " elements");
-}
-
-void require_grads(const View *grads, int n, const char *kernel) {
-  if (n > 0 && !grads) fail(MIXP_ERR_INTERNAL, "cpu ", kernel, ": grads is NULL");
-  for (int i = 0; i < n; ++i)
-    if (!is_float(grads[i].dtype))
-      fail(MIXP_ERR_INTERNAL, "cpu ", kernel, ": grads[", i, "] has non-float dtype ",
-           dtype_name(grads[i].dtype));
-}
 
 float &scalar_f32(const View &v) noexcept { return *static_cast<float *>(v.data); }
 int32_t &scalar_i32(const View &v) noexcept { return *static_cast<int32_t *>(v.data); }
@@ -70,10 +54,6 @@ double block_sum_sq(const T *p, int64_t n) noexcept {
 
 void CpuBackend::non_finite_check_and_unscale(const View *grads, int n, const View &found_inf,
                                               const View &inv_scale) {
-  static const char *k = "non_finite_check_and_unscale";
-  require_grads(grads, n, k);
-  require_scalar(found_inf, MIXP_F32, k, "found_inf");
-  require_scalar(inv_scale, MIXP_F32, k, "inv_scale");
   const float inv = scalar_f32(inv_scale);
   const bool multiply = inv != 1.0f;
   bool bad = false;
@@ -88,15 +68,9 @@ void CpuBackend::non_finite_check_and_unscale(const View *grads, int n, const Vi
 }
 
 void CpuBackend::update_scale(const ScaleUpdate &u) {
-  static const char *k = "update_scale";
-  require_scalar(u.scale, MIXP_F32, k, "scale");
-  require_scalar(u.growth_tracker, MIXP_I32, k, "growth_tracker");
-  require_scalar(u.bad_count, MIXP_I32, k, "bad_count");
-  require_scalar(u.hysteresis_left, MIXP_I32, k, "hysteresis_left");
-  require_scalar(u.found_inf, MIXP_F32, k, "found_inf");
-  amp::LossScaleState st{scalar_f32(u.scale), scalar_i32(u.growth_tracker), scalar_i32(u.bad_count),
-                         scalar_i32(u.hysteresis_left)};
-  amp::update_loss_scale(st, scalar_f32(u.found_inf), amp::loss_scale_rule_of(u));
+  LossScaleState st{scalar_f32(u.scale), scalar_i32(u.growth_tracker), scalar_i32(u.bad_count),
+                    scalar_i32(u.hysteresis_left)};
+  update_loss_scale(st, scalar_f32(u.found_inf), u.rule);
   scalar_f32(u.scale) = st.scale;
   scalar_i32(u.growth_tracker) = st.growth_tracker;
   scalar_i32(u.bad_count) = st.bad_count;
@@ -104,10 +78,6 @@ void CpuBackend::update_scale(const ScaleUpdate &u) {
 }
 
 void CpuBackend::grad_norm_sq(const View *grads, int n, const View &out) {
-  static const char *k = "grad_norm_sq";
-  require_grads(grads, n, k);
-  if (!out.data || !(out.dtype == MIXP_F32 || out.dtype == MIXP_F64) || out.numel() != 1)
-    fail(MIXP_ERR_INTERNAL, "cpu ", k, ": out must be a one-element F32 or F64 buffer");
   // Blocks of every tensor in one flat list, so that one parallel loop
   // covers many small tensors as well as one large one.
   std::vector<int64_t> first(size_t(n) + 1, 0);
@@ -133,12 +103,6 @@ void CpuBackend::grad_norm_sq(const View *grads, int n, const View &out) {
 
 void CpuBackend::clip_coefficient(const View &norm_sq, double max_norm, const View &total_norm,
                                   const View &coef, const View &found_inf) {
-  static const char *k = "clip_coefficient";
-  if (!norm_sq.data || !is_float(norm_sq.dtype) || norm_sq.numel() != 1)
-    fail(MIXP_ERR_INTERNAL, "cpu ", k, ": norm_sq must be a one-element float buffer");
-  require_scalar(total_norm, MIXP_F32, k, "total_norm");
-  require_scalar(coef, MIXP_F32, k, "coef");
-  require_scalar(found_inf, MIXP_F32, k, "found_inf");
   const float norm = float(std::sqrt(element_to_double(norm_sq.data, norm_sq.dtype)));
   scalar_f32(total_norm) = norm;
   if (!std::isfinite(norm)) {
@@ -152,9 +116,6 @@ void CpuBackend::clip_coefficient(const View &norm_sq, double max_norm, const Vi
 }
 
 void CpuBackend::scale_grads(const View *grads, int n, const View &coef) {
-  static const char *k = "scale_grads";
-  require_grads(grads, n, k);
-  require_scalar(coef, MIXP_F32, k, "coef");
   const float c = scalar_f32(coef);
   if (c == 1.0f) return;
   for (int i = 0; i < n; ++i) {

@@ -1,26 +1,26 @@
 // The dynamic loss-scale update (PyTorch's _amp_update_scale_ with Paddle's
 // decr_every_n_nan_or_inf and Apex's hysteresis), written once and compiled
 // for the host (CPU backend) and the device (the CUDA backend's one-thread
-// kernel), so both backends follow the same state machine bit for bit.
+// kernel), so both backends follow the same state machine bit for bit:
+//   if found_inf != 0:
+//     growth_tracker = 0; bad_count += 1
+//     if hysteresis > 1 and hysteresis_left > 0: hysteresis_left -= 1
+//     if hysteresis > 1 and hysteresis_left > 0: keep the scale      (Apex/Megatron)
+//     elif bad_count >= decr_every_n:                                  (Paddle)
+//       scale = max(fp32(scale * backoff), min_scale); bad_count = 0
+//   else:
+//     bad_count = 0; hysteresis_left = hysteresis; growth_tracker += 1
+//     if growth_tracker == growth_interval:
+//       new = fp32(scale * growth); if isfinite(new): scale = min(new, max_scale)
+//       growth_tracker = 0
+// With hysteresis = decr_every_n = 1 and no bounds this is exactly PyTorch's
+// _amp_update_scale_ (products formed in double and rounded once to fp32).
 #pragma once
-#include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define MIXP_LSR_HOST_DEVICE __host__ __device__
-#else
-#define MIXP_LSR_HOST_DEVICE
-#endif
+#include "backend/host_device.hpp"
 
-namespace mixp::amp {
-
-MIXP_LSR_HOST_DEVICE inline bool lsr_isfinite(float v) {
-#if defined(__CUDA_ARCH__)
-  return isfinite(v);
-#else
-  return std::isfinite(v);
-#endif
-}
+namespace mixp {
 
 struct LossScaleRule {
   double growth_factor = 2.0, backoff_factor = 0.5;
@@ -35,7 +35,7 @@ struct LossScaleState {
 
 // One update after a step; `found_inf` non-zero (NaN included, as in
 // PyTorch's `if (*found_inf)`) means the step overflowed.
-MIXP_LSR_HOST_DEVICE inline void update_loss_scale(LossScaleState &st, float found_inf,
+MIXP_HOST_DEVICE inline void update_loss_scale(LossScaleState &st, float found_inf,
                                                    const LossScaleRule &r) {
   if (found_inf != 0.0f) {
     st.growth_tracker = 0;
@@ -56,7 +56,7 @@ MIXP_LSR_HOST_DEVICE inline void update_loss_scale(LossScaleState &st, float fou
     if (successful >= r.growth_interval) {
       const float grown = float(double(st.scale) * r.growth_factor);
       // Never grow past the fp32 range (PyTorch) nor past max_scale.
-      if (lsr_isfinite(grown)) st.scale = float(r.max_scale < double(grown) ? r.max_scale : double(grown));
+      if (hd::isfinite(grown)) st.scale = float(r.max_scale < double(grown) ? r.max_scale : double(grown));
       st.growth_tracker = 0;
     } else {
       st.growth_tracker = successful;
@@ -64,18 +64,4 @@ MIXP_LSR_HOST_DEVICE inline void update_loss_scale(LossScaleState &st, float fou
   }
 }
 
-// The rule of a backend request (ScaleUpdate carries the same fields).
-template <class U>
-MIXP_LSR_HOST_DEVICE inline LossScaleRule loss_scale_rule_of(const U &u) {
-  LossScaleRule r;
-  r.growth_factor = u.growth_factor;
-  r.backoff_factor = u.backoff_factor;
-  r.growth_interval = u.growth_interval;
-  r.decr_every_n = u.decr_every_n;
-  r.hysteresis = u.hysteresis;
-  r.min_scale = u.min_scale;
-  r.max_scale = u.max_scale;
-  return r;
-}
-
-}  // namespace mixp::amp
+}  // namespace mixp

@@ -1,20 +1,15 @@
-// The boundary between the optimizer logic (state, schedules, validation in
-// optimizer.cpp) and the fused per-element update kernels. A kernel makes one
-// pass over param (or its fp32 master), grad and the state buffers, computing
-// in fp32 (fp64 for F64 parameters) and rounding the parameter to its dtype
-// in place. Pointers
-// are device memory of the session's backend; every array is contiguous with
-// n elements. Each backend provides its own table: the CPU one lives in
-// cpu_kernels.cpp (reached through CpuBackend::sgd_step/adam_step); a GPU
-// backend implements those two Backend methods for its memory.
+// Part of the backend contract: the arguments of Backend::sgd_step and
+// adam_step, the boundary between the optimizer logic (state, schedules,
+// validation in optim/optimizer.cpp) and the fused per-element update
+// kernels (backend/cpu/optim.cpp, kernels/optim.cu). A kernel makes one pass
+// over param (or its fp32 master), grad and the state buffers, computing in
+// fp32 (fp64 for F64 parameters) and rounding the parameter to its dtype in
+// place. Pointers are device memory of the session's backend; every array
+// is contiguous with n elements.
 #pragma once
 #include <cstdint>
 
 #include "core/dtype.hpp"
-
-namespace mixp {
-class Backend;
-}
 
 namespace mixp::optim {
 
@@ -66,24 +61,11 @@ struct AdamArgs {
   bool decoupled = false;  // AdamW
 };
 
-// found_inf, when not null, is an F32 scalar in device memory: a non-zero
-// value skips the whole update (parameter, master, state and step stay
-// bit-identical), which is how a GradScaler or a non-finite clip norm skips
-// a step without a host sync.
-struct Kernels {
-  // momentum_buf (state dtype) may be null when momentum == 0.
-  void (*sgd)(const ParamArgs &p, void *momentum_buf, const SgdArgs &args,
-              const float *found_inf);
-  // exp_avg and exp_avg_sq in the state dtype.
-  void (*adam)(const ParamArgs &p, void *exp_avg, void *exp_avg_sq, const AdamArgs &args,
-               const float *found_inf);
-};
-
-// The CPU kernels (OpenMP over the elements; deterministic for any thread
-// count since each element is independent).
-const Kernels &cpu_kernels() noexcept;
-
-// Other backends implement Backend::sgd_step / adam_step with the same
-// semantics on their own memory and queue.
+// found_inf (an argument of both steps), when not null, is an F32 scalar in
+// device memory: a non-zero value skips the whole update (parameter, master,
+// state and step stay bit-identical), which is how a GradScaler or a
+// non-finite clip norm skips a step without a host sync. SGD's momentum_buf
+// (state dtype) may be null when momentum == 0; Adam's exp_avg and
+// exp_avg_sq are in the state dtype.
 
 }  // namespace mixp::optim

@@ -1,0 +1,131 @@
+// The identities of mixp's operations, generated from the op table
+// (core/ops.def): which ops exist, their names, their C entry points, what
+// a unary backward reads, and their autocast category. Ops open their scope
+// with an OpId (ops/ops.hpp), the autocast registry walks the same table
+// (autocast/policy.cpp), and backends dispatch on UnaryOp/BinaryOp, so a new
+// row is all it takes for the rest to know the op -- and a missing formula
+// or policy is a compile error, not a silent default.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace mixp {
+
+// Every operation in table order, then every internal kernel scope (so the
+// public ops are OpId(0) .. OpId(kOpCount - 1), the indices of mixp_op_name).
+enum class OpId : uint16_t {
+#define MIXP_OP(name, c_function, category) name,
+#define MIXP_UNARY(Enum, name, c_function, reads, category) name,
+#define MIXP_BINARY(Enum, name, c_function, category) name,
+#include "core/ops.def"
+#define MIXP_INTERNAL(name, c_function) name,
+#include "core/ops.def"
+};
+
+// The unary elementwise maps y = f(x, s), s a scalar parameter.
+enum class UnaryOp : uint8_t {
+#define MIXP_UNARY(Enum, name, c_function, reads, category) Enum,
+#define MIXP_UNARY_VARIANT(Enum, name, reads) Enum,
+#include "core/ops.def"
+};
+
+// The broadcasting binary arithmetic ops.
+enum class BinaryOp : uint8_t {
+#define MIXP_BINARY(Enum, name, c_function, category) Enum,
+#include "core/ops.def"
+};
+
+// How autocast treats an op's float inputs (see the table's header).
+enum class CastCategory : uint8_t { Lower, Fp32, Promote, Other, Neutral };
+
+// The saved forward value a unary backward formula reads.
+enum class Reads : uint8_t { None, Input, Output };
+
+#define MIXP_COUNT_ONE(...) +1
+inline constexpr int kOpCount = 0
+#define MIXP_OP(name, c_function, category) MIXP_COUNT_ONE()
+#define MIXP_UNARY(Enum, name, c_function, reads, category) MIXP_COUNT_ONE()
+#define MIXP_BINARY(Enum, name, c_function, category) MIXP_COUNT_ONE()
+#include "core/ops.def"
+    ;  // the ops of mixp_op_name (OpIds below this are public ops)
+inline constexpr int kOpIdCount = kOpCount
+#define MIXP_INTERNAL(name, c_function) MIXP_COUNT_ONE()
+#include "core/ops.def"
+    ;
+inline constexpr int kUnaryOpCount = 0
+#define MIXP_UNARY(Enum, name, c_function, reads, category) MIXP_COUNT_ONE()
+#define MIXP_UNARY_VARIANT(Enum, name, reads) MIXP_COUNT_ONE()
+#include "core/ops.def"
+    ;
+inline constexpr int kBinaryOpCount = 0
+#define MIXP_BINARY(Enum, name, c_function, category) MIXP_COUNT_ONE()
+#include "core/ops.def"
+    ;
+#undef MIXP_COUNT_ONE
+
+// The count checks (ggml's idea): a row added to core/ops.def fails here
+// until its author has also gone through the places that are written by
+// hand -- the C declaration in mixp.h and its shim in src/api/, the formula
+// in backend/elementwise_formulas.hpp (unary/binary), gradcheck and CUDA
+// parity tests, the Python/Go/Java bindings (tests/ops/check_op_coverage.py
+// lists what is missing), and the docs -- and then updated the number.
+static_assert(kOpCount == 51, "core/ops.def changed: see the checklist above, then update kOpCount");
+static_assert(kUnaryOpCount == 17, "a unary op was added: give it a formula, then update the count");
+static_assert(kBinaryOpCount == 4, "a binary op was added: give it a formula, then update the count");
+
+struct OpInfo {
+  const char *name;        // stable lowercase name ("matmul")
+  const char *c_function;  // the entry point users call ("mixp_matmul")
+  CastCategory category;   // Neutral for internal scopes
+  bool is_public;          // listed by mixp_op_name (false: an internal scope)
+};
+
+namespace op_table_detail {
+
+inline constexpr OpInfo kInfo[] = {
+#define MIXP_OP(name, c_function, category) {#name, #c_function, CastCategory::category, true},
+#define MIXP_UNARY(Enum, name, c_function, reads, category) \
+  {#name, #c_function, CastCategory::category, true},
+#define MIXP_BINARY(Enum, name, c_function, category) {#name, #c_function, CastCategory::category, true},
+#include "core/ops.def"
+#define MIXP_INTERNAL(name, c_function) {#name, #c_function, CastCategory::Neutral, false},
+#include "core/ops.def"
+};
+static_assert(sizeof kInfo / sizeof kInfo[0] == std::size_t(kOpIdCount));
+
+struct UnaryRow {
+  OpId op;
+  Reads reads;
+};
+inline constexpr UnaryRow kUnary[] = {
+#define MIXP_UNARY(Enum, name, c_function, reads, category) {OpId::name, Reads::reads},
+#define MIXP_UNARY_VARIANT(Enum, name, reads) {OpId::name, Reads::reads},
+#include "core/ops.def"
+};
+static_assert(sizeof kUnary / sizeof kUnary[0] == std::size_t(kUnaryOpCount));
+
+inline constexpr OpId kBinary[] = {
+#define MIXP_BINARY(Enum, name, c_function, category) OpId::name,
+#include "core/ops.def"
+};
+static_assert(sizeof kBinary / sizeof kBinary[0] == std::size_t(kBinaryOpCount));
+
+}  // namespace op_table_detail
+
+constexpr const OpInfo &op_info(OpId op) noexcept { return op_table_detail::kInfo[std::size_t(op)]; }
+constexpr const char *op_name(OpId op) noexcept { return op_info(op).name; }
+// The public ops in table order: index in [0, kOpCount).
+constexpr OpId op_at(int index) noexcept { return OpId(index); }
+// The public op named `name`, or -1.
+int op_index(const char *name) noexcept;
+
+// The op a unary map belongs to (gelu's two approximations share one).
+constexpr OpId op_of(UnaryOp op) noexcept { return op_table_detail::kUnary[std::size_t(op)].op; }
+constexpr OpId op_of(BinaryOp op) noexcept { return op_table_detail::kBinary[std::size_t(op)]; }
+// The saved forward value a unary backward formula reads (host code only:
+// device code takes it from the formula, UnaryFormula<op>::reads).
+constexpr Reads unary_reads(UnaryOp op) noexcept { return op_table_detail::kUnary[std::size_t(op)].reads; }
+
+const char *category_name(CastCategory c) noexcept;
+
+}  // namespace mixp
