@@ -15,7 +15,7 @@
 //   random.cu       rand_uniform, rand_normal, dropout_mask (CPU's Philox)
 //   amp.cu          non_finite_check_and_unscale, update_scale, grad_norm_sq,
 //                   clip_coefficient, scale_grads (multi-tensor apply)
-//   optim.cu        sgd_step, adam_step (fused SGD / Adam(W), optimizer_kernels.hpp)
+//   optim.cu        sgd_step, adam_step (fused SGD / Adam(W), backend/optimizer_args.hpp)
 //   conv.cu         conv2d (+backward) through cuDNN
 //   pool.cu norm.cu embedding.cu
 #pragma once

@@ -1,11 +1,11 @@
-// CUDA fused optimizer steps (optim/optimizer_kernels.hpp): SGD and
+// CUDA fused optimizer steps (backend/optimizer_args.hpp): SGD and
 // Adam/AdamW over one parameter, reading or writing its fp32 master and
 // rounding the half parameter once. The skip flag (found_inf) and the step
 // counter (an F64 in device memory) are read on the device: a flagged step
 // returns before touching anything, and a separate one-thread kernel
 // advances the counter only for steps that ran, so the host never waits.
 //
-// Bitwise parity with the CPU kernels (src/optim/cpu_kernels.cpp): every
+// Bitwise parity with the CPU kernels (src/backend/cpu/optim.cpp): every
 // arithmetic operation is an explicit round-to-nearest intrinsic (never
 // contracted into an FMA, as the CPU's ISO C++ mode never contracts), and
 // subnormals are flushed to zero after every operation as the CPU does

@@ -67,7 +67,7 @@ const char *open_data(mixp_session *s, const args *a, mixp_dataset **train,
       CHECK(mixp_dataset_fashion_mnist(s, a->data_dir, 0, test));
       return "fashion-mnist";
     }
-    if (st != MIXP_ERR_IO) die_mixp("mixp_dataset_fashion_mnist");
+    if (st != MIXP_ERR_IO) die_mixp("opening Fashion-MNIST");
     printf("Fashion-MNIST is not available: %s\n", mixp_last_error());
     printf("`apt-get install dataset-fashion-mnist` provides it; using synthetic data instead\n");
   }
@@ -180,7 +180,7 @@ void model_destroy(model *m) {
 
 int model_parameters(const model *m, mixp_tensor **out, int cap) {
   int k = mixp_module_num_parameters(m->zoo);
-  if (k < 0) die_mixp("mixp_module_num_parameters");
+  if (k < 0) die_mixp("listing the model's parameters");
   if (k > cap) {
     fprintf(stderr, "mixp-train: the model has more than %d parameter tensors\n", cap);
     exit(1);

@@ -109,7 +109,7 @@ void state_resume(const train_state *ts, train_progress *p, const char *path) {
   char saved[CONFIG_JSON], now[CONFIG_JSON];
   size_t len = 0;
   if (mixp_state_read_metadata(path, "user", saved, sizeof saved, &len) != MIXP_OK)
-    die_mixp("mixp_state_read_metadata (--resume)");
+    die_mixp("--resume");
   config_json(ts, now, sizeof now);
   if (strcmp(saved, now) != 0) {
     fprintf(stderr,

@@ -1,11 +1,16 @@
-/* Shared declarations of mixp-train's files: the command line (mixp-train.c),
- * the models and the data (mixp-train-model.c). Public API only. */
+/* Shared declarations of mixp-train's files. Public API only. The files call
+ * downwards only: mixp-train.c (main, a run's setup and report) uses the
+ * step (mixp-train-step.c), the models and data (mixp-train-model.c), the
+ * checkpoints (mixp-train-state.c) and the logs (mixp-train-log.c); all of
+ * them use the command line and errors of mixp-train-cli.c. */
 #ifndef MIXP_TRAIN_H
 #define MIXP_TRAIN_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "mixp/mixp.h"
+#include "mixp-train-log.h"
 
 #define MAX_HIDDEN 16
 #define MAX_CONFIG 1024
@@ -62,11 +67,19 @@ typedef struct args {
   int64_t max_steps;            /* --max-steps N (0: no limit) */
 } args;
 
-/* Prints the library's message for a failed call and exits 1. */
+/* ---- command line and errors (mixp-train-cli.c) ------------------------------ */
+
+/* Fills `a` from the flags; exits 0 for --help, 2 (with the usage) for bad
+ * flags or combinations. */
+void parse_args(int argc, char **argv, args *a);
+void usage(FILE *f);
+void bad_usage(const char *fmt, ...);
+/* Prints the library's message for a failed call (it names the function
+ * and what was wrong), after `what` the tool was doing if not "", and exits 1. */
 void die_mixp(const char *what);
-#define CHECK(call)                         \
-  do {                                      \
-    if ((call) != MIXP_OK) die_mixp(#call); \
+#define CHECK(call)                        \
+  do {                                     \
+    if ((call) != MIXP_OK) die_mixp(""); \
   } while (0)
 
 /* ---- data ------------------------------------------------------------------ */
@@ -132,5 +145,41 @@ void state_save(const train_state *ts, const train_progress *p, const char *path
  * checking that the file was saved with the same configuration; exits 1
  * (with both configurations printed) when it was not. */
 void state_resume(const train_state *ts, train_progress *p, const char *path);
+
+/* ---- the training step and loops (mixp-train-step.c) ----------------------------- */
+
+typedef struct trainer {
+  const model *m;
+  mixp_optimizer *opt;
+  mixp_session *s;
+  const args *a;
+  /* Mixed precision: the autocast region of each forward (when amp_on), the
+   * loss scaler (mode DISABLED for O0 and bf16: a plain optimizer step). */
+  int amp_on;
+  mixp_autocast_options autocast;
+  mixp_grad_scaler *scaler;
+  mixp_loader *loader;
+  const char *data_name;
+  run_log *log;      /* NULL without --logdir and --csv */
+  train_progress p;  /* where the run is: what a checkpoint holds */
+  int stop;          /* --max-steps reached */
+} trainer;
+
+typedef struct epoch_stats {
+  double loss;
+  int64_t samples;
+  double seconds;
+} epoch_stats;
+
+double now_s(void);
+/* Trains epoch `epoch` (from where t->p says it is, when resumed). */
+epoch_stats train_epoch(trainer *t, int epoch, int tty);
+/* Accuracy of a classifier, or the mean token loss of a language model, on
+ * at most `limit` samples (all when 0). */
+double evaluate(const trainer *t, mixp_dataset *test, int64_t limit);
+void save_checkpoint(const trainer *t);
+double current_scale(const mixp_grad_scaler *sc);
+/* The mean loss of the last (up to ten) steps. */
+double recent_loss(const trainer *t);
 
 #endif /* MIXP_TRAIN_H */

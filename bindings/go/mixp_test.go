@@ -129,6 +129,49 @@ func TestTensorsRoundTrip(t *testing.T) {
 	mixp.CloseAll(y, p, sum, c, z, r, m, parts[0], parts[1])
 }
 
+// The activations, scalar ops, views and products added to the Go layer
+// with the op table's coverage check, against hand-computed values.
+func TestMoreOps(t *testing.T) {
+	s := newSession(t)
+	x := ok(mixp.FromFloat32(s, []float32{-4, -1, 0, 2, 4, 0.5}, 2, 3))(t)
+	defer x.Close()
+	want := func(name string, got *mixp.Tensor, w ...float32) {
+		t.Helper()
+		defer got.Close()
+		v := ok(got.Float32s())(t)
+		for i := range w {
+			if math.Abs(float64(v[i]-w[i])) > 1e-6 {
+				t.Fatalf("%s: got %v, want %v", name, v, w)
+			}
+		}
+	}
+	want("hardswish", ok(x.Hardswish())(t), 0, -1.0/3, 0, 5.0/3, 4, 0.5*3.5/6)
+	want("hardsigmoid", ok(x.Hardsigmoid())(t), 0, 2.0/6, 0.5, 5.0/6, 1, 3.5/6)
+	want("rsub", ok(x.RsubScalar(1))(t), 5, 2, 1, -1, -3, 0.5)
+	want("rdiv", ok(x.RdivScalar(2))(t), -0.5, -2, float32(math.Inf(1)), 1, 0.5, 4)
+	xt := ok(x.Permute(1, 0))(t)
+	defer xt.Close()
+	want("permute", ok(xt.Contiguous())(t), -4, 2, -1, 4, 0, 0.5)
+	v, i, err := x.Max(1, false)
+	noErr(t, err)
+	want("max values", v, 0, 4)
+	want("max indices", i, 2, 1)
+	a := ok(mixp.FromFloat32(s, []float32{1, 2, 3, 4}, 1, 2, 2))(t)
+	defer a.Close()
+	want("bmm", ok(mixp.Bmm(a, a))(t), 7, 10, 15, 22)
+	want("pad", ok(x.Pad(9, 1, 0))(t), 9, -4, -1, 0, 9, 2, 4, 0.5)
+	idx := ok(mixp.FromInt64(s, []int64{1, 0}, 2))(t)
+	defer idx.Close()
+	want("embedding", ok(mixp.Embedding(x, idx, -1))(t), 2, 4, 0.5, -4, -1, 0)
+	ln := ok(mixp.LayerNorm(a, 1, nil, nil, 1e-5))(t)
+	z := float32(0.5 / math.Sqrt(0.25+1e-5))
+	want("layer_norm", ln, -z, z, -z, z)
+	gn := ok(mixp.GroupNorm(a, 1, nil, nil, 1e-5))(t)
+	defer gn.Close()
+	attn := ok(mixp.ScaledDotProductAttention(a, a, a, true, 0, 0))(t)
+	want("sdpa (causal: the first row sees itself only)", attn, 1, 2)
+}
+
 func TestAutograd(t *testing.T) {
 	s := newSession(t)
 	w := ok(mixp.FromFloat32(s, []float32{1, -2, 3}, 3))(t)

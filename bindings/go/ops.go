@@ -46,6 +46,12 @@ func (t *Tensor) MulScalar(v float64) (*Tensor, error) { return t.scalar(v, raw.
 // Pow is t ** v.
 func (t *Tensor) Pow(v float64) (*Tensor, error) { return t.scalar(v, raw.Mixp_pow) }
 
+// RsubScalar is v - t.
+func (t *Tensor) RsubScalar(v float64) (*Tensor, error) { return t.scalar(v, raw.Mixp_rsub_scalar) }
+
+// RdivScalar is v / t.
+func (t *Tensor) RdivScalar(v float64) (*Tensor, error) { return t.scalar(v, raw.Mixp_rdiv_scalar) }
+
 // Neg is -t.
 func (t *Tensor) Neg() (*Tensor, error) { return t.unary(raw.Mixp_neg) }
 
@@ -70,6 +76,12 @@ func (t *Tensor) Tanh() (*Tensor, error) { return t.unary(raw.Mixp_tanh) }
 // Silu is t * sigmoid(t).
 func (t *Tensor) Silu() (*Tensor, error) { return t.unary(raw.Mixp_silu) }
 
+// Hardswish is t * relu6(t + 3) / 6.
+func (t *Tensor) Hardswish() (*Tensor, error) { return t.unary(raw.Mixp_hardswish) }
+
+// Hardsigmoid is relu6(t + 3) / 6.
+func (t *Tensor) Hardsigmoid() (*Tensor, error) { return t.unary(raw.Mixp_hardsigmoid) }
+
 // Gelu is the erf GELU (PyTorch's default).
 func (t *Tensor) Gelu() (*Tensor, error) {
 	return t.unary(func(x uintptr, out *uintptr) raw.Status { return raw.Mixp_gelu(x, raw.MIXP_GELU_ERF, out) })
@@ -89,6 +101,12 @@ func (t *Tensor) Cast(d DType) (*Tensor, error) {
 // Reshape is a view (or copy) with another shape; one entry may be -1.
 func (t *Tensor) Reshape(shape ...int64) (*Tensor, error) {
 	return t.unary(func(x uintptr, out *uintptr) raw.Status { return raw.Mixp_reshape(x, shape, out) })
+}
+
+// Permute reorders the dimensions (a view): dimension i of the result is
+// dimension dims[i] of t.
+func (t *Tensor) Permute(dims ...int) (*Tensor, error) {
+	return t.unary(func(x uintptr, out *uintptr) raw.Status { return raw.Mixp_permute(x, int32s(dims), out) })
 }
 
 // Transpose swaps two dimensions (a view).
@@ -122,6 +140,18 @@ func (t *Tensor) Sum(keepdim bool, dims ...int) (*Tensor, error) {
 // Mean averages over dims (all dimensions when none are given).
 func (t *Tensor) Mean(keepdim bool, dims ...int) (*Tensor, error) {
 	return t.unary(func(x uintptr, out *uintptr) raw.Status { return raw.Mixp_mean(x, int32s(dims), b2i(keepdim), out) })
+}
+
+// Max is the largest value along dim and its index (I64), the first one
+// on ties.
+func (t *Tensor) Max(dim int, keepdim bool) (values, indices *Tensor, err error) {
+	var v, i uintptr
+	err = check(raw.Mixp_max(t.p(), dim, b2i(keepdim), &v, &i))
+	runtime.KeepAlive(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	return newTensor(v), newTensor(i), nil
 }
 
 // Argmax is the index of the largest value along dim (I64).
@@ -168,6 +198,47 @@ func MSELoss(a, b *Tensor, r Reduction) (*Tensor, error) {
 		return raw.Mixp_mse_loss(a.p(), b.p(), raw.Mixp_reduction(r), out)
 	}, a, b)
 }
+
+// Pad adds (before, after) pairs of `value` starting from the last dim;
+// negative amounts crop.
+func (t *Tensor) Pad(value float64, pads ...int64) (*Tensor, error) {
+	return t.unary(func(x uintptr, out *uintptr) raw.Status { return raw.Mixp_pad(x, pads, value, out) })
+}
+
+// Embedding looks up rows of weight [V, D] by the I64 indices (paddingIdx
+// -1 for none: that row gets no gradient).
+func Embedding(weight, indices *Tensor, paddingIdx int64) (*Tensor, error) {
+	return tensorOut(func(out *uintptr) raw.Status {
+		return raw.Mixp_embedding(weight.p(), indices.p(), paddingIdx, out)
+	}, weight, indices)
+}
+
+// LayerNorm normalises over the last normalizedNdim dims; weight and bias
+// may be nil.
+func LayerNorm(x *Tensor, normalizedNdim int, weight, bias *Tensor, eps float64) (*Tensor, error) {
+	return tensorOut(func(out *uintptr) raw.Status {
+		return raw.Mixp_layer_norm(x.p(), normalizedNdim, weight.p(), bias.p(), eps, out)
+	}, x, weight, bias)
+}
+
+// GroupNorm normalises x [N, C, ...] over groups of C/groups channels;
+// weight and bias ([C]) may be nil.
+func GroupNorm(x *Tensor, groups int64, weight, bias *Tensor, eps float64) (*Tensor, error) {
+	return tensorOut(func(out *uintptr) raw.Status {
+		return raw.Mixp_group_norm(x.p(), groups, weight.p(), bias.p(), eps, out)
+	}, x, weight, bias)
+}
+
+// ScaledDotProductAttention is softmax(q k^T * scale [+ causal mask]) v over
+// [..., L, E] inputs; scale <= 0 means 1/sqrt(E).
+func ScaledDotProductAttention(q, k, v *Tensor, causal bool, dropoutP, scale float64) (*Tensor, error) {
+	return tensorOut(func(out *uintptr) raw.Status {
+		return raw.Mixp_scaled_dot_product_attention(q.p(), k.p(), v.p(), b2i(causal), dropoutP, scale, out)
+	}, q, k, v)
+}
+
+// Bmm is the batched matrix product of a [B, M, K] and b [B, K, N].
+func Bmm(a, b *Tensor) (*Tensor, error) { return a.binary(b, raw.Mixp_bmm) }
 
 // Linear is x @ weight^T + bias (bias may be nil).
 func Linear(x, weight, bias *Tensor) (*Tensor, error) {

@@ -960,36 +960,6 @@ MIXP_API mixp_status mixp_sqrt(const mixp_tensor *x, mixp_tensor **out);
  *  @param[out] out Receives the result (owned: release it).
  *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_pow(const mixp_tensor *x, double exponent, mixp_tensor **out);
-/** (relu) max(x, 0).
- *  @param x Input tensor.
- *  @param[out] out Receives the result (owned: release it).
- *  @return MIXP_OK or an error status (see @ref ops). */
-MIXP_API mixp_status mixp_relu(const mixp_tensor *x, mixp_tensor **out);
-
-/** Which formula mixp_gelu() uses. */
-typedef MIXP_ENUM(mixp_gelu_approx) {
-  MIXP_GELU_ERF = 0,   /**< x/2 (1 + erf(x / sqrt 2)), PyTorch's default. */
-  MIXP_GELU_TANH = 1   /**< x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
-} mixp_gelu_approx;
-
-/** (gelu) Gaussian error linear unit.
- *  @param x Input tensor.
- *  @param approx Which formula to use.
- *  @param[out] out Receives the result (owned: release it).
- *  @return MIXP_OK or an error status (see @ref ops). */
-MIXP_API mixp_status mixp_gelu(const mixp_tensor *x, mixp_gelu_approx approx,
-                               mixp_tensor **out);
-/** (sigmoid) 1 / (1 + e^-x).
- *  @param x Input tensor.
- *  @param[out] out Receives the result (owned: release it).
- *  @return MIXP_OK or an error status (see @ref ops). */
-MIXP_API mixp_status mixp_sigmoid(const mixp_tensor *x, mixp_tensor **out);
-/** (tanh) hyperbolic tangent.
- *  @param x Input tensor.
- *  @param[out] out Receives the result (owned: release it).
- *  @return MIXP_OK or an error status (see @ref ops). */
-MIXP_API mixp_status mixp_tanh(const mixp_tensor *x, mixp_tensor **out);
-
 /** (sum) Sum over @p dims (each in [-ndim, ndim), no repeats); @p ndims = 0
  *  (dims may be NULL) sums everything. @p keepdim keeps reduced dims as 1.
  *  @param x Input tensor.
@@ -1098,6 +1068,60 @@ MIXP_API mixp_status mixp_dropout(const mixp_tensor *x, double p, int training,
  *  @return MIXP_OK or an error status (see @ref ops). */
 MIXP_API mixp_status mixp_cat(const mixp_tensor *const *tensors, int n, int dim,
                               mixp_tensor **out);
+
+/** @} */
+
+/** @defgroup activations Activations
+ *  Elementwise nonlinearities, with the conventions of the @ref ops group: any float
+ *  dtype (half types compute in fp32 and round once), the result a new tensor
+ *  owned by the caller. Errors: MIXP_ERR_INVALID_ARGUMENT (NULL),
+ *  MIXP_ERR_DTYPE (not a float tensor).
+ *  @{ */
+
+/** (relu) max(x, 0).
+ *  @param x Input tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref activations). */
+MIXP_API mixp_status mixp_relu(const mixp_tensor *x, mixp_tensor **out);
+
+/** Which formula mixp_gelu() uses. */
+typedef MIXP_ENUM(mixp_gelu_approx) {
+  MIXP_GELU_ERF = 0,   /**< x/2 (1 + erf(x / sqrt 2)), PyTorch's default. */
+  MIXP_GELU_TANH = 1   /**< x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+} mixp_gelu_approx;
+
+/** (gelu) Gaussian error linear unit.
+ *  @param x Input tensor.
+ *  @param approx Which formula to use.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref activations). */
+MIXP_API mixp_status mixp_gelu(const mixp_tensor *x, mixp_gelu_approx approx,
+                               mixp_tensor **out);
+/** (sigmoid) 1 / (1 + e^-x).
+ *  @param x Input tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref activations). */
+MIXP_API mixp_status mixp_sigmoid(const mixp_tensor *x, mixp_tensor **out);
+/** (tanh) hyperbolic tangent.
+ *  @param x Input tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref activations). */
+MIXP_API mixp_status mixp_tanh(const mixp_tensor *x, mixp_tensor **out);
+/** (hardswish) x * relu6(x + 3) / 6.
+ *  @param x Input tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref activations). */
+MIXP_API mixp_status mixp_hardswish(const mixp_tensor *x, mixp_tensor **out);
+/** (hardsigmoid) relu6(x + 3) / 6.
+ *  @param x Input tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref activations). */
+MIXP_API mixp_status mixp_hardsigmoid(const mixp_tensor *x, mixp_tensor **out);
+/** (silu) x * sigmoid(x).
+ *  @param x Input tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref activations). */
+MIXP_API mixp_status mixp_silu(const mixp_tensor *x, mixp_tensor **out);
 
 /** @} */
 
@@ -1230,21 +1254,6 @@ MIXP_API mixp_status mixp_group_norm(const mixp_tensor *x, int64_t groups,
                                      const mixp_tensor *weight, const mixp_tensor *bias,
                                      double eps, mixp_tensor **out);
 
-/** (hardswish) x * relu6(x + 3) / 6.
- *  @param x Input tensor.
- *  @param[out] out Receives the result (owned: release it).
- *  @return MIXP_OK or an error status (see @ref ops_nn). */
-MIXP_API mixp_status mixp_hardswish(const mixp_tensor *x, mixp_tensor **out);
-/** (hardsigmoid) relu6(x + 3) / 6.
- *  @param x Input tensor.
- *  @param[out] out Receives the result (owned: release it).
- *  @return MIXP_OK or an error status (see @ref ops_nn). */
-MIXP_API mixp_status mixp_hardsigmoid(const mixp_tensor *x, mixp_tensor **out);
-/** (silu) x * sigmoid(x).
- *  @param x Input tensor.
- *  @param[out] out Receives the result (owned: release it).
- *  @return MIXP_OK or an error status (see @ref ops_nn). */
-MIXP_API mixp_status mixp_silu(const mixp_tensor *x, mixp_tensor **out);
 
 /** (embedding) Rows of @p weight [V, D] picked by I64 @p indices (any shape)
  *  -> [..., D]. Rows equal to @p padding_idx get no gradient (pass -1 for
@@ -1252,7 +1261,7 @@ MIXP_API mixp_status mixp_silu(const mixp_tensor *x, mixp_tensor **out);
  *  targets of mixp_cross_entropy: at once on a cpu session, at the next call
  *  that waits for the device on a cuda session (its row is zeros).
  *  @param weight Embedding table [V, D].
- *  @param[out] indices I64 row indices (any shape).
+ *  @param indices I64 row indices (any shape, borrowed).
  *  @param padding_idx Row that gets no gradient, or -1.
  *  @param[out] out Receives the result (owned: release it).
  *  @return MIXP_OK or an error status (see @ref ops_nn). */

@@ -59,4 +59,26 @@ inline TensorPtr share(const mixp_tensor *t) noexcept {
   return TensorPtr::share(const_cast<mixp_tensor *>(t));
 }
 
+// A validated tensor argument, borrowed as a TensorPtr.
+inline TensorPtr share_checked(const mixp_tensor *t, const char *fn, const char *arg) {
+  return share(check_tensor(t, fn, arg));
+}
+
+// An optional tensor argument: NULL stays null, anything else is validated.
+inline TensorPtr optional_tensor(const mixp_tensor *t, const char *fn, const char *arg) {
+  return t ? share_checked(t, fn, arg) : TensorPtr();
+}
+
+// A 0/1 flag argument.
+inline int check_flag(int v, const char *fn, const char *arg) {
+  if (v != 0 && v != 1) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ", arg, " must be 0 or 1, got ", v);
+  return v;
+}
+
+// A dtype argument that must name one of mixp's dtypes.
+inline DType check_dtype(mixp_dtype dtype, const char *fn) {
+  if (!dtype_valid(int(dtype))) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": unknown dtype ", int(dtype));
+  return dtype;
+}
+
 }  // namespace mixp

@@ -1,4 +1,8 @@
-// C ABI shims of the elementwise operations (ops/elementwise.cpp).
+// C ABI shims of the elementwise operations (ops/elementwise.cpp). The shims
+// of the unary and binary ops are generated from the op table
+// (core/ops.def): a row's c_args says the C signature, so a new op needs no
+// code here. The compiler checks each generated definition against its
+// declaration in mixp.h.
 #include "api/api_common.hpp"
 #include "mixp/mixp.h"
 #include "ops/ops.hpp"
@@ -7,8 +11,9 @@ using namespace mixp;
 
 namespace {
 
-mixp_status binary_shim(const char *fn, BinaryOp op, const mixp_tensor *a, const mixp_tensor *b,
+mixp_status binary_shim(BinaryOp op, const mixp_tensor *a, const mixp_tensor *b,
                         mixp_tensor **out) {
+  const char *fn = op_info(op_of(op)).c_function;
   return guard(fn, [&] {
     check_out(out, fn);
     auto a_ = share(check_tensor(a, fn, "a"));
@@ -17,8 +22,8 @@ mixp_status binary_shim(const char *fn, BinaryOp op, const mixp_tensor *a, const
   });
 }
 
-mixp_status unary_shim(const char *fn, UnaryOp op, const mixp_tensor *x, double s,
-                       mixp_tensor **out) {
+mixp_status unary_shim(UnaryOp op, const mixp_tensor *x, double s, mixp_tensor **out) {
+  const char *fn = op_info(op_of(op)).c_function;
   return guard(fn, [&] {
     check_out(out, fn);
     auto x_ = share(check_tensor(x, fn, "x"));
@@ -30,56 +35,25 @@ mixp_status unary_shim(const char *fn, UnaryOp op, const mixp_tensor *x, double 
 
 extern "C" {
 
-mixp_status mixp_add(const mixp_tensor *a, const mixp_tensor *b, mixp_tensor **out) {
-  return binary_shim("mixp_add", BinaryOp::Add, a, b, out);
-}
-mixp_status mixp_sub(const mixp_tensor *a, const mixp_tensor *b, mixp_tensor **out) {
-  return binary_shim("mixp_sub", BinaryOp::Sub, a, b, out);
-}
-mixp_status mixp_mul(const mixp_tensor *a, const mixp_tensor *b, mixp_tensor **out) {
-  return binary_shim("mixp_mul", BinaryOp::Mul, a, b, out);
-}
-mixp_status mixp_div(const mixp_tensor *a, const mixp_tensor *b, mixp_tensor **out) {
-  return binary_shim("mixp_div", BinaryOp::Div, a, b, out);
-}
-
-mixp_status mixp_add_scalar(const mixp_tensor *x, double s, mixp_tensor **out) {
-  return unary_shim("mixp_add_scalar", UnaryOp::AddScalar, x, s, out);
-}
-mixp_status mixp_mul_scalar(const mixp_tensor *x, double s, mixp_tensor **out) {
-  return unary_shim("mixp_mul_scalar", UnaryOp::MulScalar, x, s, out);
-}
-mixp_status mixp_rsub_scalar(const mixp_tensor *x, double s, mixp_tensor **out) {
-  return unary_shim("mixp_rsub_scalar", UnaryOp::RsubScalar, x, s, out);
-}
-mixp_status mixp_rdiv_scalar(const mixp_tensor *x, double s, mixp_tensor **out) {
-  return unary_shim("mixp_rdiv_scalar", UnaryOp::RdivScalar, x, s, out);
-}
-
-mixp_status mixp_neg(const mixp_tensor *x, mixp_tensor **out) {
-  return unary_shim("mixp_neg", UnaryOp::Neg, x, 0.0, out);
-}
-mixp_status mixp_exp(const mixp_tensor *x, mixp_tensor **out) {
-  return unary_shim("mixp_exp", UnaryOp::Exp, x, 0.0, out);
-}
-mixp_status mixp_log(const mixp_tensor *x, mixp_tensor **out) {
-  return unary_shim("mixp_log", UnaryOp::Log, x, 0.0, out);
-}
-mixp_status mixp_sqrt(const mixp_tensor *x, mixp_tensor **out) {
-  return unary_shim("mixp_sqrt", UnaryOp::Sqrt, x, 0.0, out);
-}
-mixp_status mixp_pow(const mixp_tensor *x, double exponent, mixp_tensor **out) {
-  return unary_shim("mixp_pow", UnaryOp::Pow, x, exponent, out);
-}
-mixp_status mixp_relu(const mixp_tensor *x, mixp_tensor **out) {
-  return unary_shim("mixp_relu", UnaryOp::Relu, x, 0.0, out);
-}
-mixp_status mixp_sigmoid(const mixp_tensor *x, mixp_tensor **out) {
-  return unary_shim("mixp_sigmoid", UnaryOp::Sigmoid, x, 0.0, out);
-}
-mixp_status mixp_tanh(const mixp_tensor *x, mixp_tensor **out) {
-  return unary_shim("mixp_tanh", UnaryOp::Tanh, x, 0.0, out);
-}
+#define MIXP_BINARY(Enum, name, c_function, category)                                   \
+  mixp_status c_function(const mixp_tensor *a, const mixp_tensor *b, mixp_tensor **out) { \
+    return binary_shim(BinaryOp::Enum, a, b, out);                                      \
+  }
+#define MIXP_UNARY(Enum, name, c_function, reads, category, c_args) \
+  MIXP_UNARY_SHIM_##c_args(Enum, c_function)
+#define MIXP_UNARY_SHIM_X(Enum, c_function)                          \
+  mixp_status c_function(const mixp_tensor *x, mixp_tensor **out) { \
+    return unary_shim(UnaryOp::Enum, x, 0.0, out);                   \
+  }
+#define MIXP_UNARY_SHIM_XS(Enum, c_function)                                   \
+  mixp_status c_function(const mixp_tensor *x, double s, mixp_tensor **out) { \
+    return unary_shim(UnaryOp::Enum, x, s, out);                               \
+  }
+#define MIXP_UNARY_SHIM_Custom(Enum, c_function)
+#include "core/ops.def"
+#undef MIXP_UNARY_SHIM_X
+#undef MIXP_UNARY_SHIM_XS
+#undef MIXP_UNARY_SHIM_Custom
 
 mixp_status mixp_gelu(const mixp_tensor *x, mixp_gelu_approx approx, mixp_tensor **out) {
   return guard("mixp_gelu", [&] {

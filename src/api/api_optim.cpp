@@ -1,7 +1,9 @@
-// C shims of the optim group: optimizers and learning-rate schedules.
+// C shims of the optim group: optimizers, learning-rate schedules and gradient
+// clipping (optim/).
 #include <cmath>
 
 #include "api/api_common.hpp"
+#include "optim/clip.hpp"
 #include "optim/optimizer.hpp"
 
 using namespace mixp;
@@ -88,6 +90,16 @@ mixp_status mixp_lr_schedule_value(const mixp_optimizer_options *options, int64_
     if (step < 0) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": step must be >= 0, got ", step);
     check_out(lr, fn, "lr");
     *lr = optim::schedule_lr(o, o.lr, step);
+  });
+}
+
+mixp_status mixp_clip_grad_norm(mixp_optimizer *optimizer, double max_norm,
+                                mixp_tensor **total_norm) {
+  static const char *fn = "mixp_clip_grad_norm";
+  return guard(fn, [&] {
+    Optimizer *o = check_optimizer(optimizer, fn);
+    TensorPtr norm = optim::clip_grad_norm(*o, max_norm, fn);
+    if (total_norm) give(total_norm, std::move(norm));
   });
 }
 

@@ -1,4 +1,4 @@
-// Tensor creation, host transfer, queries and casts.
+// Tensor creation, host transfer, queries and in-place copies.
 #include <cmath>
 #include <cstring>
 
@@ -9,11 +9,6 @@
 using namespace mixp;
 
 namespace {
-
-DType check_dtype(mixp_dtype dtype, const char *fn) {
-  if (!dtype_valid(int(dtype))) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": unknown dtype ", int(dtype));
-  return dtype;
-}
 
 size_t expected_bytes(const Shape &shape, DType dtype) { return size_t(shape.numel()) * dtype_size(dtype); }
 
@@ -245,17 +240,6 @@ mixp_status mixp_tensor_copy_(mixp_tensor *dst, const mixp_tensor *src) {
       fail(MIXP_ERR_STATE, fn, ": dst requires grad; an in-place copy would bypass autograd "
            "(wrap it in mixp_no_grad_begin/end, as optimizers do)");
     copy_into(*d, *s);
-  });
-}
-
-mixp_status mixp_cast(const mixp_tensor *x, mixp_dtype dtype, mixp_tensor **out) {
-  const char *fn = "mixp_cast";
-  return guard(fn, [&] {
-    check_out(out, fn);
-    TensorPtr t = share(check_tensor(x, fn, "x"));
-    check_dtype(dtype, fn);
-    // A same-dtype cast returns x itself (a new reference), like PyTorch's .to().
-    give(out, cast(t, dtype));
   });
 }
 

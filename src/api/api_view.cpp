@@ -1,4 +1,4 @@
-// Shims of the view, copy and matrix-product operations.
+// C ABI shims of the view operations (ops/view.cpp).
 #include "api/api_common.hpp"
 #include "ops/ops.hpp"
 
@@ -42,45 +42,6 @@ mixp_status mixp_slice(const mixp_tensor *x, int dim, int64_t start, int64_t end
   return guard(fn, [&] {
     check_out(out, fn);
     give(out, slice(share(check_tensor(x, fn, "x")), dim, start, end, step));
-  });
-}
-
-mixp_status mixp_contiguous(const mixp_tensor *x, mixp_tensor **out) {
-  const char *fn = "mixp_contiguous";
-  return guard(fn, [&] {
-    check_out(out, fn);
-    TensorPtr t = share(check_tensor(x, fn, "x"));
-    OpScope scope(OpId::contiguous, t->session.get());
-    scope.tape({t.get()}, [](const Replay &r) { return contiguous(r[0]); });
-    give(out, scope.produced(contiguous(t)));
-  });
-}
-
-mixp_status mixp_matmul(const mixp_tensor *a, const mixp_tensor *b, mixp_tensor **out) {
-  const char *fn = "mixp_matmul";
-  return guard(fn, [&] {
-    check_out(out, fn);
-    give(out, matmul(share(check_tensor(a, fn, "a")), share(check_tensor(b, fn, "b"))));
-  });
-}
-
-mixp_status mixp_bmm(const mixp_tensor *a, const mixp_tensor *b, mixp_tensor **out) {
-  const char *fn = "mixp_bmm";
-  return guard(fn, [&] {
-    check_out(out, fn);
-    give(out, bmm(share(check_tensor(a, fn, "a")), share(check_tensor(b, fn, "b"))));
-  });
-}
-
-mixp_status mixp_linear(const mixp_tensor *x, const mixp_tensor *weight, const mixp_tensor *bias,
-                        mixp_tensor **out) {
-  const char *fn = "mixp_linear";
-  return guard(fn, [&] {
-    check_out(out, fn);
-    TensorPtr xt = share(check_tensor(x, fn, "x"));
-    TensorPtr wt = share(check_tensor(weight, fn, "weight"));
-    TensorPtr bt = bias ? share(check_tensor(bias, fn, "bias")) : TensorPtr();
-    give(out, linear(xt, wt, bt));
   });
 }
 

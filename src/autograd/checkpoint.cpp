@@ -8,7 +8,6 @@
 
 #include "autograd/node.hpp"
 #include "core/error.hpp"
-#include "ops/ops.hpp"
 
 namespace mixp {
 

@@ -153,10 +153,10 @@ MIXP_FORMULA_END
 #undef MIXP_FORMULA_END
 
 // Every unary op has a formula that reads what its table row says.
-#define MIXP_UNARY(Enum, name, c_function, reads_what, category)         \
+#define MIXP_UNARY(Enum, name, c_function, reads_what, category, c_args)         \
   static_assert(UnaryFormula<UnaryOp::Enum>::reads == Reads::reads_what, \
                 "core/ops.def and the formula of " #Enum " disagree on what backward reads");
-#define MIXP_UNARY_VARIANT(Enum, name, reads_what) MIXP_UNARY(Enum, name, -, reads_what, -)
+#define MIXP_UNARY_VARIANT(Enum, name, reads_what) MIXP_UNARY(Enum, name, -, reads_what, -, -)
 #include "core/ops.def"
 
 template <BinaryOp>
@@ -178,9 +178,9 @@ MIXP_BINARY_FORMULA(Div, a / b)
 template <class F>
 MIXP_HOST_DEVICE inline auto with_unary_formula(UnaryOp op, F &&f) {
   switch (op) {
-#define MIXP_UNARY(Enum, name, c_function, reads, category) \
+#define MIXP_UNARY(Enum, name, c_function, reads, category, c_args) \
   case UnaryOp::Enum: return f(UnaryFormula<UnaryOp::Enum>{});
-#define MIXP_UNARY_VARIANT(Enum, name, reads) MIXP_UNARY(Enum, name, -, reads, -)
+#define MIXP_UNARY_VARIANT(Enum, name, reads) MIXP_UNARY(Enum, name, -, reads, -, -)
 #include "core/ops.def"
   }
   return f(UnaryFormula<UnaryOp::Neg>{});  // unreachable: every enumerator has a case

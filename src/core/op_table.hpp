@@ -15,7 +15,7 @@ namespace mixp {
 // public ops are OpId(0) .. OpId(kOpCount - 1), the indices of mixp_op_name).
 enum class OpId : uint16_t {
 #define MIXP_OP(name, c_function, category) name,
-#define MIXP_UNARY(Enum, name, c_function, reads, category) name,
+#define MIXP_UNARY(Enum, name, c_function, reads, category, c_args) name,
 #define MIXP_BINARY(Enum, name, c_function, category) name,
 #include "core/ops.def"
 #define MIXP_INTERNAL(name, c_function) name,
@@ -24,7 +24,7 @@ enum class OpId : uint16_t {
 
 // The unary elementwise maps y = f(x, s), s a scalar parameter.
 enum class UnaryOp : uint8_t {
-#define MIXP_UNARY(Enum, name, c_function, reads, category) Enum,
+#define MIXP_UNARY(Enum, name, c_function, reads, category, c_args) Enum,
 #define MIXP_UNARY_VARIANT(Enum, name, reads) Enum,
 #include "core/ops.def"
 };
@@ -44,7 +44,7 @@ enum class Reads : uint8_t { None, Input, Output };
 #define MIXP_COUNT_ONE(...) +1
 inline constexpr int kOpCount = 0
 #define MIXP_OP(name, c_function, category) MIXP_COUNT_ONE()
-#define MIXP_UNARY(Enum, name, c_function, reads, category) MIXP_COUNT_ONE()
+#define MIXP_UNARY(Enum, name, c_function, reads, category, c_args) MIXP_COUNT_ONE()
 #define MIXP_BINARY(Enum, name, c_function, category) MIXP_COUNT_ONE()
 #include "core/ops.def"
     ;  // the ops of mixp_op_name (OpIds below this are public ops)
@@ -53,7 +53,7 @@ inline constexpr int kOpIdCount = kOpCount
 #include "core/ops.def"
     ;
 inline constexpr int kUnaryOpCount = 0
-#define MIXP_UNARY(Enum, name, c_function, reads, category) MIXP_COUNT_ONE()
+#define MIXP_UNARY(Enum, name, c_function, reads, category, c_args) MIXP_COUNT_ONE()
 #define MIXP_UNARY_VARIANT(Enum, name, reads) MIXP_COUNT_ONE()
 #include "core/ops.def"
     ;
@@ -84,7 +84,7 @@ namespace op_table_detail {
 
 inline constexpr OpInfo kInfo[] = {
 #define MIXP_OP(name, c_function, category) {#name, #c_function, CastCategory::category, true},
-#define MIXP_UNARY(Enum, name, c_function, reads, category) \
+#define MIXP_UNARY(Enum, name, c_function, reads, category, c_args) \
   {#name, #c_function, CastCategory::category, true},
 #define MIXP_BINARY(Enum, name, c_function, category) {#name, #c_function, CastCategory::category, true},
 #include "core/ops.def"
@@ -98,7 +98,7 @@ struct UnaryRow {
   Reads reads;
 };
 inline constexpr UnaryRow kUnary[] = {
-#define MIXP_UNARY(Enum, name, c_function, reads, category) {OpId::name, Reads::reads},
+#define MIXP_UNARY(Enum, name, c_function, reads, category, c_args) {OpId::name, Reads::reads},
 #define MIXP_UNARY_VARIANT(Enum, name, reads) {OpId::name, Reads::reads},
 #include "core/ops.def"
 };

@@ -11,6 +11,8 @@
 
 namespace mixp {
 
+std::unique_ptr<Module> make_linear(Session *s, int64_t in_features, int64_t out_features,
+                                    bool bias, DType dtype, const char *fn);
 std::unique_ptr<Module> make_conv2d(Session *s, int64_t in_channels, int64_t out_channels,
                                     int64_t kernel_h, int64_t kernel_w,
                                     const mixp_conv2d_options *geom, bool bias, DType dtype,

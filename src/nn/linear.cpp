@@ -1,27 +1,14 @@
-// Linear: y = x W^T + b, initialised like torch.nn.Linear.
+// Linear: a learned mixp_linear, y = x W^T + b, initialised like
+// torch.nn.Linear.
 #include <cmath>
 #include <limits>
 
-#include "autograd/node.hpp"
 #include "core/error.hpp"
-#include "nn/module.hpp"
-#include "ops/ops.hpp"
+#include "nn/api_call.hpp"
+#include "nn/layers.hpp"
 
 namespace mixp {
 namespace {
-
-// U(-bound, bound) from the session's Philox stream. The draw and the affine
-// map run in fp32 (fp64 for F64) and are rounded once to the parameter dtype,
-// so half parameters get the nearest half of the fp32 init, as in PyTorch's
-// init on a half tensor.
-TensorPtr uniform_param(Session *s, DType dtype, const Shape &shape, double bound) {
-  DType work = dtype == MIXP_F64 ? MIXP_F64 : MIXP_F32;
-  TensorPtr u = rand_uniform(s, work, shape);
-  TensorPtr t = add_scalar(mul_scalar(u, 2.0 * bound), -bound);
-  if (work != dtype) t = cast(t, dtype);
-  t->requires_grad = true;
-  return t;
-}
 
 class Linear final : public Module {
  public:
@@ -30,13 +17,17 @@ class Linear final : public Module {
     // bound gain*sqrt(3/in) = 1/sqrt(in); PyTorch's bias bound is 1/sqrt(in)
     // as well. Weight first, then bias: the same stream order as PyTorch.
     const double bound = 1.0 / std::sqrt(double(in));
-    NoGradGuard no_grad(s);
-    weight_ = register_parameter("weight", uniform_param(s, dtype, Shape{out, in}, bound));
-    if (bias) bias_ = register_parameter("bias", uniform_param(s, dtype, Shape{out}, bound));
+    const int64_t wshape[2] = {out, in};
+    weight_ = register_parameter(
+        "weight", nn::as_parameter(nn::uniform_tensor(s, dtype, wshape, 2, bound)));
+    if (bias)
+      bias_ = register_parameter(
+          "bias", nn::as_parameter(nn::uniform_tensor(s, dtype, &out, 1, bound)));
   }
 
   TensorPtr forward(const TensorPtr &x) override {
-    return linear(x, param_slot(weight_), bias_ == kNone ? TensorPtr() : param_slot(bias_));
+    mixp_tensor *b = bias_ == kNone ? nullptr : param_slot(bias_).get();
+    return nn::call(mixp_linear, x.get(), param_slot(weight_).get(), b);
   }
 
  private:
@@ -56,9 +47,7 @@ std::unique_ptr<Module> make_linear(Session *s, int64_t in_features, int64_t out
   if (in_features > std::numeric_limits<int64_t>::max() / out_features)
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": in_features x out_features (", in_features, " x ",
          out_features, ") overflows int64");
-  if (!dtype_valid(int(dtype)) || !is_float(dtype))
-    fail(MIXP_ERR_DTYPE, fn, ": dtype must be a float dtype (f32, f16, bf16, f64), got ",
-         dtype_valid(int(dtype)) ? dtype_name(dtype) : str(int(dtype)).c_str());
+  check_param_dtype(dtype, fn);
   return std::make_unique<Linear>(s, in_features, out_features, bias, dtype);
 }
 

@@ -118,9 +118,4 @@ using Module = mixp_module;
 // Validates a module handle from the C API (non-NULL, live magic).
 Module *check_module(const mixp_module *m, const char *fn, const char *arg = "module");
 
-// Layers (one file each under src/nn/). Arguments are validated with
-// messages naming `fn`.
-std::unique_ptr<Module> make_linear(Session *s, int64_t in_features, int64_t out_features,
-                                    bool bias, DType dtype, const char *fn);
-
 }  // namespace mixp

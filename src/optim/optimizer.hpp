@@ -1,7 +1,7 @@
 // The optimizer behind the opaque mixp_optimizer handle: SGD, Adam and AdamW
 // with PyTorch's algorithms, per-parameter state created lazily on the first
 // step that sees a gradient, and the learning-rate schedules. The update
-// itself runs through the fused kernels of optimizer_kernels.hpp.
+// itself runs through the fused kernels of the backend (backend/optimizer_args.hpp).
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -293,8 +293,16 @@ static void test_reductions(void **state) {
       MT_OK(mixp_max(g, dims_sets[d][0], 0, &mg, &ig));
       expect_bitwise(mc, mg);
       expect_bitwise(ic, ig);
+      mixp_tensor *ac, *ag, *ec, *eg;
+      MT_OK(mixp_argmax(c, dims_sets[d][0], 1, &ac));
+      MT_OK(mixp_argmax(g, dims_sets[d][0], 1, &ag));
+      expect_bitwise(ac, ag);
+      MT_OK(mixp_mean(c, dims_sets[d], 1, 1, &ec));
+      MT_OK(mixp_mean(g, dims_sets[d], 1, 1, &eg));
+      expect_close(ec, eg);
       mixp_tensor_release(c); mixp_tensor_release(g); mixp_tensor_release(oc); mixp_tensor_release(og);
       mixp_tensor_release(mc); mixp_tensor_release(mg); mixp_tensor_release(ic); mixp_tensor_release(ig);
+      mixp_tensor_release(ac); mixp_tensor_release(ag); mixp_tensor_release(ec); mixp_tensor_release(eg);
     }
   /* A long row (two-pass row sum) and many rows (two-pass column sum). */
   static double w[2 * 40000];
@@ -470,7 +478,7 @@ static void test_pooling(void **state) {
   double x[2 * 3 * 9 * 11];
   mt_fill(x, 594, -3.0, 3.0, 19);
   for (int k = 0; k < 3; ++k)
-    for (int kind = 0; kind < 3; ++kind)
+    for (int kind = 0; kind < 4; ++kind)
       for (int lay = 0; lay < 2; ++lay) {
         mixp_pool2d_options o;
         mixp_pool2d_options_init(&o);
@@ -482,6 +490,9 @@ static void test_pooling(void **state) {
         if (kind == 0) {
           MT_OK(mixp_max_pool2d(c, &o, &oc));
           MT_OK(mixp_max_pool2d(g, &o, &og));
+        } else if (kind == 3) { /* 9x11 -> 4x3: uneven windows */
+          MT_OK(mixp_adaptive_avg_pool2d(c, 4, 3, o.layout, &oc));
+          MT_OK(mixp_adaptive_avg_pool2d(g, 4, 3, o.layout, &og));
         } else {
           MT_OK(mixp_avg_pool2d(c, &o, &oc));
           MT_OK(mixp_avg_pool2d(g, &o, &og));
@@ -491,6 +502,89 @@ static void test_pooling(void **state) {
         expect_grads(c, g, 1);
         mixp_tensor_release(c); mixp_tensor_release(g); mixp_tensor_release(oc); mixp_tensor_release(og);
       }
+}
+
+/* ---- views and shape ops: pure data movement, bitwise ----------------------------- */
+
+/* permute -> slice -> pad -> flatten -> cat -> split, then the gradient back
+ * through all of them. */
+static mixp_tensor *shape_chain(mixp_tensor *x, mixp_tensor **keep) {
+  const int perm[3] = {2, 0, 1};
+  const int64_t pads[4] = {1, 2, 0, 1};
+  const int64_t sizes[2] = {25, 15};
+  mixp_tensor *p, *sl, *pd, *fl, *fl2, *ct, *parts[2];
+  MT_OK(mixp_permute(x, perm, 3, &p));           /* [5, 3, 4] */
+  MT_OK(mixp_slice(p, 2, 0, 4, 2, &sl));         /* [5, 3, 2] */
+  MT_OK(mixp_pad(sl, pads, 4, 0.5, &pd));        /* [5, 4, 5] */
+  MT_OK(mixp_flatten(pd, 0, 1, &fl));            /* [20, 5] */
+  MT_OK(mixp_flatten(pd, 0, 1, &fl2));
+  const mixp_tensor *const both[2] = {fl, fl2};
+  MT_OK(mixp_cat(both, 2, 0, &ct));              /* [40, 5] */
+  MT_OK(mixp_split(ct, sizes, 2, 0, parts));     /* [25, 5] and [15, 5] */
+  *keep = parts[1];
+  mixp_tensor_release(p); mixp_tensor_release(sl); mixp_tensor_release(pd);
+  mixp_tensor_release(fl); mixp_tensor_release(fl2); mixp_tensor_release(ct);
+  return parts[0];
+}
+
+static void test_shape_ops_bitwise(void **state) {
+  (void)state;
+  const int64_t shape[3] = {3, 4, 5};
+  double v[60];
+  mt_fill(v, 60, -2.0, 2.0, 23);
+  for (int k = 0; k < 3; ++k) {
+    mixp_tensor *c, *g, *kc, *kg;
+    twin(k_dtypes[k], v, shape, 3, 1, &c, &g);
+    mixp_tensor *oc = shape_chain(c, &kc), *og = shape_chain(g, &kg);
+    expect_bitwise(oc, og);
+    expect_bitwise(kc, kg);
+    backward_both(oc, og, 1100);
+    expect_grads(c, g, 1);
+    mixp_tensor_release(c); mixp_tensor_release(g); mixp_tensor_release(oc); mixp_tensor_release(og);
+    mixp_tensor_release(kc); mixp_tensor_release(kg);
+  }
+}
+
+/* ---- attention and the MSE loss --------------------------------------------------- */
+
+static void test_attention_and_mse(void **state) {
+  (void)state;
+  const int64_t qs[4] = {2, 3, 17, 8};
+  enum { N = 2 * 3 * 17 * 8 };
+  static double q[N], kk[N], vv[N];
+  mt_fill(q, N, -1.0, 1.0, 24);
+  mt_fill(kk, N, -1.0, 1.0, 25);
+  mt_fill(vv, N, -1.0, 1.0, 26);
+  for (int k = 0; k < 3; ++k)
+    for (int causal = 0; causal < 2; ++causal) {
+      mixp_tensor *qc, *qg, *kc, *kg, *vc, *vg, *oc, *og;
+      twin(k_dtypes[k], q, qs, 4, 1, &qc, &qg);
+      twin(k_dtypes[k], kk, qs, 4, 1, &kc, &kg);
+      twin(k_dtypes[k], vv, qs, 4, 1, &vc, &vg);
+      MT_OK(mixp_scaled_dot_product_attention(qc, kc, vc, causal, 0.0, 0.0, &oc));
+      MT_OK(mixp_scaled_dot_product_attention(qg, kg, vg, causal, 0.0, 0.0, &og));
+      expect_close(oc, og);
+      backward_both(oc, og, 1200 + causal);
+      expect_grads(qc, qg, 0);
+      expect_grads(kc, kg, 0);
+      expect_grads(vc, vg, 0);
+      mixp_tensor_release(qc); mixp_tensor_release(qg); mixp_tensor_release(kc); mixp_tensor_release(kg);
+      mixp_tensor_release(vc); mixp_tensor_release(vg); mixp_tensor_release(oc); mixp_tensor_release(og);
+    }
+  for (int k = 0; k < 3; ++k) {
+    mixp_tensor *ac, *ag, *bc, *bg, *oc, *og;
+    twin(k_dtypes[k], q, qs, 4, 1, &ac, &ag);
+    twin(k_dtypes[k], kk, qs, 4, 1, &bc, &bg);
+    MT_OK(mixp_mse_loss(ac, bc, MIXP_REDUCTION_MEAN, &oc));
+    MT_OK(mixp_mse_loss(ag, bg, MIXP_REDUCTION_MEAN, &og));
+    expect_close(oc, og);
+    MT_OK(mixp_backward(oc, NULL));
+    MT_OK(mixp_backward(og, NULL));
+    expect_grads(ac, ag, 0);
+    expect_grads(bc, bg, 0);
+    mixp_tensor_release(ac); mixp_tensor_release(ag); mixp_tensor_release(bc); mixp_tensor_release(bg);
+    mixp_tensor_release(oc); mixp_tensor_release(og);
+  }
 }
 
 /* ---- AMP: a GradScaler + clipping + AdamW step, with no host syncs ------------------- */
@@ -562,7 +656,13 @@ static void test_amp_step_parity_no_sync(void **state) {
 }
 
 int main(void) {
-  g_gpu = make_session("cuda");
+  /* MIXP_PARITY_HARNESS_CHECK=1 runs the "GPU" side on a second CPU session:
+   * a check of this file's own logic (shapes, calls, comparisons) on
+   * machines without a GPU, so a GPU run is not spent finding test bugs. */
+  const char *harness = getenv("MIXP_PARITY_HARNESS_CHECK");
+  const int harness_check = harness && strcmp(harness, "1") == 0;
+  if (harness_check) printf("harness check: both sides run on the CPU\n");
+  g_gpu = make_session(harness_check ? "cpu" : "cuda");
   if (!g_gpu) {
     /* Only a missing device (no plugin, driver or GPU) is a skip. */
     printf("SKIPPED: no CUDA session: %s\n", mixp_last_error());
@@ -582,6 +682,8 @@ int main(void) {
       cmocka_unit_test(test_embedding),
       cmocka_unit_test(test_norms),
       cmocka_unit_test(test_pooling),
+      cmocka_unit_test(test_shape_ops_bitwise),
+      cmocka_unit_test(test_attention_and_mse),
       cmocka_unit_test(test_amp_step_parity_no_sync),
   };
   const int rc = cmocka_run_group_tests(tests, NULL, NULL);

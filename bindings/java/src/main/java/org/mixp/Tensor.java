@@ -241,6 +241,16 @@ public final class Tensor extends NativeHandle {
     return make(out -> mixp.mixp_matmul(ptr(), p(o), out), this, o);
   }
 
+  /** @return the batched matrix product of this [B, M, K] and o [B, K, N] */
+  public Tensor bmm(Tensor o) {
+    return make(out -> mixp.mixp_bmm(ptr(), p(o), out), this, o);
+  }
+
+  /** @return x @ weight^T + bias (bias may be null) */
+  public static Tensor linear(Tensor x, Tensor weight, Tensor bias) {
+    return make(out -> mixp.mixp_linear(p(x), p(weight), p(bias), out), x, weight, bias);
+  }
+
   /** @return this + v */
   public Tensor add(double v) {
     return make(out -> mixp.mixp_add_scalar(ptr(), v, out), this);
@@ -249,6 +259,16 @@ public final class Tensor extends NativeHandle {
   /** @return this * v */
   public Tensor mul(double v) {
     return make(out -> mixp.mixp_mul_scalar(ptr(), v, out), this);
+  }
+
+  /** @return v - this */
+  public Tensor rsub(double v) {
+    return make(out -> mixp.mixp_rsub_scalar(ptr(), v, out), this);
+  }
+
+  /** @return v / this */
+  public Tensor rdiv(double v) {
+    return make(out -> mixp.mixp_rdiv_scalar(ptr(), v, out), this);
   }
 
   /** @return this ** v */
@@ -291,6 +311,21 @@ public final class Tensor extends NativeHandle {
     return make(out -> mixp.mixp_tanh(ptr(), out), this);
   }
 
+  /** @return this * sigmoid(this) */
+  public Tensor silu() {
+    return make(out -> mixp.mixp_silu(ptr(), out), this);
+  }
+
+  /** @return this * relu6(this + 3) / 6 */
+  public Tensor hardswish() {
+    return make(out -> mixp.mixp_hardswish(ptr(), out), this);
+  }
+
+  /** @return relu6(this + 3) / 6 */
+  public Tensor hardsigmoid() {
+    return make(out -> mixp.mixp_hardsigmoid(ptr(), out), this);
+  }
+
   /** @return the erf GELU */
   public Tensor gelu() {
     return make(out -> mixp.mixp_gelu(ptr(), 0, out), this);
@@ -304,6 +339,21 @@ public final class Tensor extends NativeHandle {
   /** @return a view (or copy) with another shape; one entry may be -1 */
   public Tensor reshape(long... shape) {
     return make(out -> mixp.mixp_reshape(ptr(), shape, out), this);
+  }
+
+  /** @return this laid out row-major (this tensor itself when it already is) */
+  public Tensor contiguous() {
+    return make(out -> mixp.mixp_contiguous(ptr(), out), this);
+  }
+
+  /** @return the view [start:end:step] along dim */
+  public Tensor slice(int dim, long start, long end, long step) {
+    return make(out -> mixp.mixp_slice(ptr(), dim, start, end, step, out), this);
+  }
+
+  /** @return the view whose dimension i is dimension dims[i] of this */
+  public Tensor permute(int... dims) {
+    return make(out -> mixp.mixp_permute(ptr(), dims, out), this);
   }
 
   /** @return the view with dimensions d0 and d1 swapped */
@@ -324,6 +374,52 @@ public final class Tensor extends NativeHandle {
   /** @return the mean over dims (all dimensions when none are given) */
   public Tensor mean(boolean keepdim, int... dims) {
     return make(out -> mixp.mixp_mean(ptr(), dims, keepdim ? 1 : 0, out), this);
+  }
+
+  /** @return this padded with (before, after) pairs of value from the last dim (negative crops) */
+  public Tensor pad(double value, long... pads) {
+    return make(out -> mixp.mixp_pad(ptr(), pads, value, out), this);
+  }
+
+  /** @return the rows of weight [V, D] picked by I64 indices (paddingIdx -1: none) */
+  public static Tensor embedding(Tensor weight, Tensor indices, long paddingIdx) {
+    return make(out -> mixp.mixp_embedding(p(weight), p(indices), paddingIdx, out), weight, indices);
+  }
+
+  /** @return x normalised over its last normalizedNdim dims (weight, bias may be null) */
+  public static Tensor layerNorm(Tensor x, int normalizedNdim, Tensor weight, Tensor bias, double eps) {
+    return make(out -> mixp.mixp_layer_norm(p(x), normalizedNdim, p(weight), p(bias), eps, out),
+        x, weight, bias);
+  }
+
+  /** @return x [N, C, ...] normalised over groups of C/groups channels (weight, bias may be null) */
+  public static Tensor groupNorm(Tensor x, long groups, Tensor weight, Tensor bias, double eps) {
+    return make(out -> mixp.mixp_group_norm(p(x), groups, p(weight), p(bias), eps, out),
+        x, weight, bias);
+  }
+
+  /** @return softmax(q k^T * scale [+ causal mask]) v; scale &lt;= 0 means 1/sqrt(E) */
+  public static Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, boolean causal,
+      double dropoutP, double scale) {
+    return make(out -> mixp.mixp_scaled_dot_product_attention(p(q), p(k), p(v), causal ? 1 : 0,
+        dropoutP, scale, out), q, k, v);
+  }
+
+  /** @return {values, indices (I64)} of the largest value along dim, the first on ties */
+  public Tensor[] max(int dim, boolean keepdim) {
+    long[] v = new long[1];
+    long[] i = new long[1];
+    try {
+      mixp.mixp_max(ptr(), dim, keepdim ? 1 : 0, v, i);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+    return new Tensor[] {new Tensor(v[0]), new Tensor(i[0])};
+  }
+
+  /** @return this with elements zeroed with probability p (training), the rest scaled by 1/(1-p) */
+  public Tensor dropout(double p, boolean training) {
+    return make(out -> mixp.mixp_dropout(ptr(), p, training ? 1 : 0, out), this);
   }
 
   /** @return the index of the largest value along dim (I64) */

@@ -35,6 +35,57 @@ class TensorTest {
     assertTrue(Mixp.buildInfo().contains(Mixp.version()));
   }
 
+  /** The ops added with the op table's coverage check, against hand-computed values. */
+  @Test
+  void moreOps() {
+    try (Tensor x = Tensor.fromFloats(s, new float[] {-4, -1, 0, 2, 4, 0.5f}, 2, 3);
+         Tensor hs = x.hardswish();
+         Tensor hg = x.hardsigmoid();
+         Tensor si = x.silu();
+         Tensor rs = x.rsub(1);
+         Tensor rd = x.rdiv(2);
+         Tensor pt = x.permute(1, 0);
+         Tensor pc = pt.contiguous();
+         Tensor sl = x.slice(1, 0, 3, 2);
+         Tensor slc = sl.contiguous();
+         Tensor dr = x.dropout(0.5, false);
+         Tensor a = Tensor.fromFloats(s, new float[] {1, 2, 3, 4}, 1, 2, 2);
+         Tensor ab = a.bmm(a);
+         Tensor w = Tensor.fromFloats(s, new float[] {1, 0, 0, 0, 1, 1}, 2, 3);
+         Tensor lin = Tensor.linear(x, w, null)) {
+      assertArrayEquals(new float[] {0, -1f / 3, 0, 5f / 3, 4, 0.5f * 3.5f / 6}, hs.toFloats(), 1e-6f);
+      assertArrayEquals(new float[] {0, 2f / 6, 0.5f, 5f / 6, 1, 3.5f / 6}, hg.toFloats(), 1e-6f);
+      assertEquals(2 / (1 + Math.exp(-2)), si.toFloats()[3], 1e-6);
+      assertArrayEquals(new float[] {5, 2, 1, -1, -3, 0.5f}, rs.toFloats());
+      assertArrayEquals(new float[] {-0.5f, -2, Float.POSITIVE_INFINITY, 1, 0.5f, 4}, rd.toFloats());
+      assertArrayEquals(new float[] {-4, 2, -1, 4, 0, 0.5f}, pc.toFloats());
+      assertArrayEquals(new float[] {-4, 0, 2, 0.5f}, slc.toFloats());
+      assertArrayEquals(x.toFloats(), dr.toFloats()); // eval mode: the identity
+      assertArrayEquals(new float[] {7, 10, 15, 22}, ab.toFloats());
+      assertArrayEquals(new float[] {-4, -1, 2, 4.5f}, lin.toFloats());
+      try (Tensor pd = x.pad(9, 1, 0);
+           Tensor idx = Tensor.fromLongs(s, new long[] {1, 0}, 2);
+           Tensor emb = Tensor.embedding(x, idx, -1);
+           Tensor ln = Tensor.layerNorm(a, 1, null, null, 1e-5);
+           Tensor gn = Tensor.groupNorm(a, 1, null, null, 1e-5);
+           Tensor at = Tensor.scaledDotProductAttention(a, a, a, true, 0, 0)) {
+        assertArrayEquals(new float[] {9, -4, -1, 0, 9, 2, 4, 0.5f}, pd.toFloats());
+        assertArrayEquals(new float[] {2, 4, 0.5f, -4, -1, 0}, emb.toFloats());
+        float z = (float) (0.5 / Math.sqrt(0.25 + 1e-5));
+        assertArrayEquals(new float[] {-z, z, -z, z}, ln.toFloats(), 1e-6f);
+        assertEquals(4, gn.numel());
+        assertArrayEquals(new float[] {1, 2}, java.util.Arrays.copyOf(at.toFloats(), 2));
+      }
+      Tensor[] m = x.max(1, false);
+      try {
+        assertArrayEquals(new float[] {0, 4}, m[0].toFloats());
+        assertArrayEquals(new float[] {2, 1}, m[1].toFloats());
+      } finally {
+        Mixp.closeAll(m);
+      }
+    }
+  }
+
   @Test
   void roundTripsAndOps() {
     try (Tensor x = Tensor.fromFloats(s, new float[] {1, 2, 3, 4, 5, 6}, 2, 3);

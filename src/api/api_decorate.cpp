@@ -1,7 +1,6 @@
-// C shims of the amp_scaler group's O2 decoration and gradient clipping.
+// C shims of O2 decoration (amp/decorate.cpp).
 #include "amp/decorate.hpp"
 #include "api/api_common.hpp"
-#include "optim/clip.hpp"
 
 using namespace mixp;
 
@@ -18,16 +17,6 @@ mixp_status mixp_amp_decorate(mixp_module *model, mixp_optimizer *optimizer,
     Module *m = check_module(model, fn, "model");
     Optimizer *o = optimizer ? check_optimizer(optimizer, fn) : nullptr;
     amp::decorate(*m, o, options, fn);
-  });
-}
-
-mixp_status mixp_clip_grad_norm(mixp_optimizer *optimizer, double max_norm,
-                                mixp_tensor **total_norm) {
-  static const char *fn = "mixp_clip_grad_norm";
-  return guard(fn, [&] {
-    Optimizer *o = check_optimizer(optimizer, fn);
-    TensorPtr norm = optim::clip_grad_norm(*o, max_norm, fn);
-    if (total_norm) give(total_norm, std::move(norm));
   });
 }
 

@@ -1,0 +1,365 @@
+/* mixp-train's command line: the flag table, its parser and the usage text,
+ * and the tool's two ways to stop (bad usage: exit 2; a failed mixp call:
+ * exit 1). Every flag is one row of kFlags: its name, how its value is read
+ * and where it is stored in `args`. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mixp-train.h"
+
+/* ---- errors ------------------------------------------------------------- */
+
+/* The library's message names the function that failed and says what was
+ * wrong with which argument; `what` adds what the tool was doing. */
+void die_mixp(const char *what) {
+  if (what && *what)
+    fprintf(stderr, "mixp-train: %s: %s\n", what, mixp_last_error());
+  else
+    fprintf(stderr, "mixp-train: %s\n", mixp_last_error());
+  exit(1);
+}
+
+void usage(FILE *f) {
+  fprintf(f,
+          "usage: mixp-train [options]\n"
+          "Trains a model with mixp and reports test accuracy (held-out loss for gpt).\n"
+          "\n"
+          "  --model NAME            mlp (default), cnn, resnet18, resnet34, resnet50,\n"
+          "                          mobilenet_v3_small, mobilenet_v3_large or gpt\n"
+          "  --model-config \"K=V ...\" zoo model settings (see mixp_model_create), e.g.\n"
+          "                          \"width=16\" or \"n_layer=4 n_embd=128\"; in_channels, classes,\n"
+          "                          image_size (cnn), vocab and block_size (gpt) come from the data\n"
+          "  --hidden 256,128        hidden layer widths of the MLP\n"
+          "  --data NAME             fashion-mnist (default), synthetic (1x28x28),\n"
+          "                          synthetic-images:CxHxW or text:PATH (gpt; any file, byte level)\n"
+          "  --data-dir DIR          Fashion-MNIST directory (default /usr/share/datasets/fashion-mnist)\n"
+          "  --block-size N          tokens per text sample (default 64)\n"
+          "  --checkpoint-activations  recompute activations in backward instead of keeping them\n"
+          "                          (one checkpoint region per block: config key checkpoint=1)\n"
+          "  --epochs N              training epochs (default 10)\n"
+          "  --batch N               mini-batch size (default 128)\n"
+          "  --optimizer NAME        adamw (default) or sgd (momentum 0.9)\n"
+          "  --lr X                  learning rate (default 1e-3 for adamw, 0.05 for sgd)\n"
+          "  --weight-decay X        weight decay (default 0.01 for adamw, 0 for sgd)\n"
+          "  --seed N                seed of initialisation, shuffling and synthetic data (default 0)\n"
+          "  --device S              cpu (default), cuda, cuda:N or auto\n"
+          "  --threads N             CPU threads, 0 = all cores (default 0)\n"
+          "  --limit-train N         train on at most N samples per epoch (synthetic-images: generate N)\n"
+          "  --limit-test N          evaluate on at most N test samples (synthetic-images: generate N)\n"
+          "\n"
+          "Mixed precision:\n"
+          "  --amp O0|O1|O2          O0 fp32 (default); O1 autocast op lists; O2 half parameters with\n"
+          "                          fp32 master weights (mixp_amp_decorate) and autocast O2\n"
+          "  --amp-dtype f16|bf16    low-precision type (default bf16, the CPU's fast type)\n"
+          "  --loss-scale MODE       dynamic, static:N or off (default: dynamic for f16, off for bf16)\n"
+          "  --init-scale X          initial dynamic loss scale (default 65536)\n"
+          "  --clip-norm X           clip gradients to global norm X after unscaling (default off)\n"
+          "  --accum-steps N         accumulate gradients over N batches per optimizer step (default 1)\n"
+          "  --check-numerics M      off (default), warn or error: report the first op with NaN/Inf\n"
+          "  --compare               run O0, O1 and O2 with the same seed and print one table\n"
+          "\n"
+          "Training logs:\n"
+          "  --logdir DIR            write TensorBoard event files to DIR (with --compare: DIR/O0,\n"
+          "                          DIR/O1, DIR/O2): the loss every --log-every steps, and per epoch\n"
+          "                          test accuracy, lr, loss scale, skipped steps, samples/s, peak memory\n"
+          "  --csv PATH              write the same scalars to PATH as CSV (run,tag,step,value,wall_time)\n"
+          "  --log-every N           steps between logged loss points (default 10)\n"
+          "\n"
+          "Checkpoints (safetensors; see docs/checkpoints.md):\n"
+          "  --save PATH             save the whole training state to PATH at the end\n"
+          "  --save-every N          ... and every N steps (a multiple of --accum-steps)\n"
+          "  --resume PATH           continue the run saved in PATH (same model, data and\n"
+          "                          precision flags; the result is bitwise that of an\n"
+          "                          uninterrupted run with the same thread count)\n"
+          "  --max-steps N           stop after N steps in all (a multiple of --accum-steps)\n"
+          "  --help                  show this message\n");
+}
+
+void bad_usage(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "mixp-train: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  usage(stderr);
+  exit(2);
+}
+
+/* ---- value readers -------------------------------------------------------- */
+
+static int64_t parse_int(const char *flag, const char *v, int64_t lo, int64_t hi) {
+  char *end = NULL;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  if (errno || end == v || *end != '\0' || x < lo || x > hi)
+    bad_usage("%s expects an integer in [%" PRId64 ", %" PRId64 "], got '%s'", flag, lo, hi, v);
+  return (int64_t)x;
+}
+
+static double parse_double(const char *flag, const char *v, double lo) {
+  char *end = NULL;
+  errno = 0;
+  double x = strtod(v, &end);
+  if (errno || end == v || *end != '\0' || !(x >= lo) || x > 1e30)
+    bad_usage("%s expects a number >= %g, got '%s'", flag, lo, v);
+  return x;
+}
+
+static void parse_hidden(args *a, const char *name, const char *v) {
+  (void)name;
+  a->n_hidden = 0;
+  const char *p = v;
+  while (*p) {
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(p, &end, 10);
+    if (errno || end == p || x < 1 || x > (1 << 20) || (*end != ',' && *end != '\0'))
+      bad_usage("--hidden expects comma-separated positive widths such as 256,128, got '%s'", v);
+    if (a->n_hidden == MAX_HIDDEN - 1) bad_usage("--hidden allows at most %d layers", MAX_HIDDEN - 1);
+    a->hidden[a->n_hidden++] = (int64_t)x;
+    p = *end == ',' ? end + 1 : end;
+    if (*end == ',' && *p == '\0') bad_usage("--hidden has a trailing comma: '%s'", v);
+  }
+  if (a->n_hidden == 0) bad_usage("--hidden needs at least one width");
+}
+
+/* fashion-mnist, synthetic, synthetic-images:CxHxW or text:PATH. */
+static void parse_data(args *a, const char *name, const char *v) {
+  (void)name;
+  a->data = v;
+  if (strcmp(v, "fashion-mnist") == 0) {
+    a->data_kind = DATA_FASHION_MNIST;
+  } else if (strcmp(v, "synthetic") == 0) {
+    a->data_kind = DATA_SYNTHETIC;
+  } else if (strncmp(v, "synthetic-images:", 17) == 0) {
+    long long c = 0, h = 0, w = 0;
+    char tail = 0;
+    if (sscanf(v + 17, "%lldx%lldx%lld%c", &c, &h, &w, &tail) != 3 || c < 1 || h < 1 || w < 1 ||
+        c > 4096 || h > 65536 || w > 65536)
+      bad_usage("--data synthetic-images:CxHxW expects three positive sizes such as 3x32x32, got '%s'", v);
+    a->data_kind = DATA_SYNTHETIC_IMAGES;
+    a->image_c = c;
+    a->image_h = h;
+    a->image_w = w;
+  } else if (strncmp(v, "text:", 5) == 0 && v[5] != '\0') {
+    a->data_kind = DATA_TEXT;
+    a->text_path = v + 5;
+  } else {
+    bad_usage("--data: unknown dataset '%s' (known: fashion-mnist, synthetic, "
+              "synthetic-images:CxHxW, text:PATH)", v);
+  }
+}
+
+/* dynamic, static:N or off. */
+static void parse_loss_scale(args *a, const char *name, const char *v) {
+  if (strcmp(v, "dynamic") == 0) {
+    a->loss_scale = MIXP_SCALER_DYNAMIC;
+  } else if (strcmp(v, "off") == 0) {
+    a->loss_scale = MIXP_SCALER_DISABLED;
+  } else if (strncmp(v, "static:", 7) == 0) {
+    a->loss_scale = MIXP_SCALER_STATIC;
+    a->static_scale = parse_double(name, v + 7, 0.0);
+    if (!(a->static_scale > 0)) bad_usage("--loss-scale static:N needs N > 0");
+  } else {
+    bad_usage("--loss-scale: unknown mode '%s' (known: dynamic, static:N, off)", v);
+  }
+}
+
+/* ---- the flag table ---------------------------------------------------------- */
+
+typedef enum flag_kind {
+  SWITCH,   /* no value: stores 1 in an int */
+  INT,      /* int in [lo, hi] */
+  I64,      /* int64_t in [lo, hi] */
+  U64,      /* uint64_t in [lo, hi] */
+  REAL,     /* double >= lo; with positive set: > 0 */
+  TEXT,     /* const char *; with nonempty set: not "" */
+  CHOICE,   /* one of choices[]: stores values[k] in an int (or the string) */
+  CUSTOM    /* parse(a, name, value) */
+} flag_kind;
+
+typedef struct flag {
+  const char *name;
+  flag_kind kind;
+  size_t offset;         /* of the field in args */
+  int64_t lo, hi;        /* INT, I64, U64 ranges; REAL's minimum is lo */
+  const char *choices;   /* CHOICE: "a,b,c" */
+  const int *values;     /* CHOICE: stored per choice; NULL stores the string */
+  void (*parse)(args *, const char *, const char *);
+  size_t given;          /* offset of an int set to 1 when the flag is given, or 0 */
+  int nonempty;          /* TEXT must not be empty; REAL must be > 0 */
+} flag;
+
+#define AT(field) offsetof(args, field)
+static const int kAmpLevels[] = {MIXP_AMP_O0, MIXP_AMP_O1, MIXP_AMP_O2};
+static const int kAmpDtypes[] = {MIXP_F16, MIXP_BF16};
+static const int kNumerics[] = {MIXP_NUMERICS_OFF, MIXP_NUMERICS_WARN, MIXP_NUMERICS_ERROR};
+static const int kOptimizers[] = {1, 0}; /* args.adamw */
+
+static const flag kFlags[] = {
+    {"--model", CHOICE, AT(model), 0, 0,
+     "mlp,cnn,resnet18,resnet34,resnet50,mobilenet_v3_small,mobilenet_v3_large,gpt", NULL, NULL, 0, 0},
+    {"--model-config", TEXT, AT(model_config), 0, 0, NULL, NULL, NULL, 0, 0},
+    {"--hidden", CUSTOM, 0, 0, 0, NULL, NULL, parse_hidden, 0, 0},
+    {"--data", CUSTOM, 0, 0, 0, NULL, NULL, parse_data, 0, 0},
+    {"--data-dir", TEXT, AT(data_dir), 0, 0, NULL, NULL, NULL, 0, 0},
+    {"--block-size", I64, AT(block_size), 1, 1 << 20, NULL, NULL, NULL, 0, 0},
+    {"--checkpoint-activations", SWITCH, AT(checkpoint_activations), 0, 0, NULL, NULL, NULL, 0, 0},
+    {"--epochs", INT, AT(epochs), 1, 100000, NULL, NULL, NULL, 0, 0},
+    {"--batch", I64, AT(batch), 1, 1 << 20, NULL, NULL, NULL, 0, 0},
+    {"--optimizer", CHOICE, AT(adamw), 0, 0, "adamw,sgd", kOptimizers, NULL, 0, 0},
+    {"--lr", REAL, AT(lr), 0, 0, NULL, NULL, NULL, AT(lr_set), 0},
+    {"--weight-decay", REAL, AT(weight_decay), 0, 0, NULL, NULL, NULL, AT(wd_set), 0},
+    {"--seed", U64, AT(seed), 0, INT64_MAX, NULL, NULL, NULL, 0, 0},
+    {"--device", TEXT, AT(device), 0, 0, NULL, NULL, NULL, 0, 0},
+    {"--threads", INT, AT(threads), 0, 4096, NULL, NULL, NULL, 0, 0},
+    {"--limit-train", I64, AT(limit_train), 1, INT64_MAX, NULL, NULL, NULL, 0, 0},
+    {"--limit-test", I64, AT(limit_test), 1, INT64_MAX, NULL, NULL, NULL, 0, 0},
+    {"--amp", CHOICE, AT(amp_level), 0, 0, "O0,O1,O2", kAmpLevels, NULL, 0, 0},
+    {"--amp-dtype", CHOICE, AT(amp_dtype), 0, 0, "f16,bf16", kAmpDtypes, NULL, 0, 0},
+    {"--loss-scale", CUSTOM, 0, 0, 0, NULL, NULL, parse_loss_scale, 0, 0},
+    {"--init-scale", REAL, AT(init_scale), 0, 0, NULL, NULL, NULL, 0, 1},
+    {"--clip-norm", REAL, AT(clip_norm), 0, 0, NULL, NULL, NULL, 0, 0},
+    {"--accum-steps", INT, AT(accum_steps), 1, 1 << 20, NULL, NULL, NULL, 0, 0},
+    {"--check-numerics", CHOICE, AT(check_numerics), 0, 0, "off,warn,error", kNumerics, NULL, 0, 0},
+    {"--compare", SWITCH, AT(compare), 0, 0, NULL, NULL, NULL, 0, 0},
+    {"--logdir", TEXT, AT(logdir), 0, 0, NULL, NULL, NULL, 0, 1},
+    {"--csv", TEXT, AT(csv_path), 0, 0, NULL, NULL, NULL, 0, 1},
+    {"--log-every", INT, AT(log_every), 1, INT_MAX, NULL, NULL, NULL, 0, 0},
+    {"--save", TEXT, AT(save_path), 0, 0, NULL, NULL, NULL, 0, 1},
+    {"--save-every", I64, AT(save_every), 1, INT64_MAX, NULL, NULL, NULL, 0, 0},
+    {"--resume", TEXT, AT(resume_path), 0, 0, NULL, NULL, NULL, 0, 1},
+    {"--max-steps", I64, AT(max_steps), 1, INT64_MAX, NULL, NULL, NULL, 0, 0},
+};
+
+/* Index of `value` in the comma-separated list, or -1. */
+static int choice_index(const char *list, const char *value) {
+  const size_t n = strlen(value);
+  int k = 0;
+  for (const char *p = list; *p; ++k) {
+    const char *comma = strchr(p, ',');
+    const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    if (len == n && strncmp(p, value, n) == 0) return k;
+    p += len + (comma != NULL);
+  }
+  return -1;
+}
+
+static void store(args *a, const flag *f, const char *v) {
+  char *field = (char *)a + f->offset;
+  switch (f->kind) {
+    case SWITCH: *(int *)field = 1; break;
+    case INT: *(int *)field = (int)parse_int(f->name, v, f->lo, f->hi); break;
+    case I64: *(int64_t *)field = parse_int(f->name, v, f->lo, f->hi); break;
+    case U64: *(uint64_t *)field = (uint64_t)parse_int(f->name, v, f->lo, f->hi); break;
+    case REAL:
+      *(double *)field = parse_double(f->name, v, (double)f->lo);
+      if (f->nonempty && !(*(double *)field > 0)) bad_usage("%s must be > 0", f->name);
+      break;
+    case TEXT:
+      if (f->nonempty && !*v) bad_usage("%s needs a value", f->name);
+      *(const char **)field = v;
+      break;
+    case CHOICE: {
+      const int k = choice_index(f->choices, v);
+      if (k < 0) {
+        char known[256] = "";
+        for (const char *p = f->choices; *p && strlen(known) + 3 < sizeof known; ++p)
+          strncat(known, *p == ',' ? ", " : (char[2]){*p, 0}, sizeof known - strlen(known) - 1);
+        bad_usage("%s: unknown value '%s' (known: %s)", f->name, v, known);
+      }
+      if (f->values) *(int *)field = f->values[k];
+      else *(const char **)field = v;
+      break;
+    }
+    case CUSTOM: f->parse(a, f->name, v); break;
+  }
+  if (f->given) *(int *)((char *)a + f->given) = 1;
+}
+
+static const flag *find_flag(const char *name) {
+  for (size_t k = 0; k < sizeof kFlags / sizeof kFlags[0]; ++k)
+    if (strcmp(kFlags[k].name, name) == 0) return &kFlags[k];
+  return NULL;
+}
+
+static void set_defaults(args *a) {
+  memset(a, 0, sizeof *a);
+  a->model = "mlp";
+  a->data = "fashion-mnist";
+  a->data_kind = DATA_FASHION_MNIST;
+  a->block_size = 64;
+  a->epochs = 10;
+  a->batch = 128;
+  a->adamw = 1;
+  a->device = "cpu";
+  a->hidden[0] = 256;
+  a->hidden[1] = 128;
+  a->n_hidden = 2;
+  a->amp_level = MIXP_AMP_O0;
+  a->amp_dtype = MIXP_BF16;
+  a->loss_scale = MIXP_SCALER_AUTO;
+  a->init_scale = 65536.0;
+  a->accum_steps = 1;
+  a->check_numerics = MIXP_NUMERICS_OFF;
+  a->log_every = 10;
+}
+
+/* Combinations the flags alone rule out. */
+static void check_combinations(args *a) {
+  if (!a->lr_set) a->lr = a->adamw ? 1e-3 : 0.05;
+  const int gpt = strcmp(a->model, "gpt") == 0;
+  if (gpt != (a->data_kind == DATA_TEXT))
+    bad_usage(gpt ? "--model gpt needs --data text:PATH"
+                  : "--data text:PATH needs --model gpt (the other models classify images)");
+  if (a->model_config && strcmp(a->model, "mlp") == 0)
+    bad_usage("--model-config is for the zoo models; the MLP takes --hidden");
+  if (a->model_config && strlen(a->model_config) > MAX_CONFIG / 2) bad_usage("--model-config is too long");
+  if (a->save_every && !a->save_path) bad_usage("--save-every needs --save PATH");
+  if (a->max_steps % a->accum_steps != 0)
+    bad_usage("--max-steps must be a multiple of --accum-steps (%d)", a->accum_steps);
+  if (a->save_every % a->accum_steps != 0)
+    bad_usage("--save-every must be a multiple of --accum-steps (%d)", a->accum_steps);
+  if (a->compare && (a->save_path || a->resume_path))
+    bad_usage("--compare runs three trainings; it takes no --save or --resume");
+}
+
+void parse_args(int argc, char **argv, args *a) {
+  set_defaults(a);
+  for (int i = 1; i < argc; ++i) {
+    const char *arg = argv[i];
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      usage(stdout);
+      exit(0);
+    }
+    if (strncmp(arg, "--", 2) != 0) bad_usage("unexpected argument '%s'", arg);
+    /* Both "--flag value" and "--flag=value". */
+    char name[64];
+    const char *eq = strchr(arg, '=');
+    const size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+    if (len >= sizeof name) bad_usage("unknown flag '%s'", arg);
+    memcpy(name, arg, len);
+    name[len] = '\0';
+    const flag *f = find_flag(name);
+    if (!f) bad_usage("unknown flag '%s'", name);
+    const char *value = NULL;
+    if (f->kind == SWITCH) {
+      if (eq) bad_usage("%s takes no value", name);
+    } else if (eq) {
+      value = eq + 1;
+    } else {
+      if (i + 1 >= argc) bad_usage("%s needs a value", name);
+      value = argv[++i];
+    }
+    store(a, f, value);
+  }
+  check_combinations(a);
+}

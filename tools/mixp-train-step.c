@@ -1,0 +1,210 @@
+/* mixp-train's training step and the loops around it: one batch (forward
+ * under the precision policy, scaled backward, and every --accum-steps
+ * batches unscale, clip, step and update), one epoch with its progress bar
+ * and periodic checkpoints, and the evaluation on held-out data. */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mixp-train.h"
+
+#define EVAL_BATCH 1000
+
+double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+double current_scale(const mixp_grad_scaler *sc) {
+  double v = 1.0;
+  CHECK(mixp_grad_scaler_get_scale(sc, &v));
+  return v;
+}
+
+double recent_loss(const trainer *t) {
+  const int64_t n = t->p.steps < 10 ? t->p.steps : 10;
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += t->p.recent[i];
+  return n > 0 ? sum / (double)n : 0.0;
+}
+
+void save_checkpoint(const trainer *t) {
+  train_state ts = {t->s, t->m, t->opt, t->scaler, t->loader, t->a, t->data_name};
+  state_save(&ts, &t->p, t->a->save_path);
+  printf("checkpoint: saved %s at step %" PRId64 "\n", t->a->save_path, t->p.steps);
+  fflush(stdout);
+}
+
+/* ---- one batch --------------------------------------------------------------- */
+
+static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y) {
+  const args *a = t->a;
+  train_progress *p = &t->p;
+  const int first = p->micro % a->accum_steps == 0;
+  const int last = (p->micro + 1) % a->accum_steps == 0;
+  if (first) CHECK(mixp_optimizer_zero_grad(t->opt));
+  if (t->amp_on) CHECK(mixp_autocast_push(t->s, &t->autocast));
+  mixp_tensor *logits = model_forward(t->m, x);
+  mixp_tensor *loss = model_loss(t->m, logits, y);
+  if (t->amp_on) CHECK(mixp_autocast_pop(t->s));
+  double lv = 0;
+  CHECK(mixp_tensor_item(loss, &lv));
+  /* The accumulated gradient is that of the mean over the N batches. */
+  mixp_tensor *objective = loss, *scaled = NULL;
+  if (a->accum_steps > 1) CHECK(mixp_mul_scalar(loss, 1.0 / a->accum_steps, &objective));
+  CHECK(mixp_grad_scaler_scale(t->scaler, objective, &scaled));
+  CHECK(mixp_backward(scaled, NULL));
+  if (last) {
+    if (a->clip_norm > 0) {
+      CHECK(mixp_grad_scaler_unscale(t->scaler, t->opt)); /* clip the true gradients */
+      CHECK(mixp_clip_grad_norm(t->opt, a->clip_norm, NULL));
+    }
+    CHECK(mixp_grad_scaler_step(t->scaler, t->opt));
+    CHECK(mixp_grad_scaler_update(t->scaler));
+    int found_inf = 0;
+    CHECK(mixp_grad_scaler_found_inf(t->scaler, &found_inf));
+    p->skipped += found_inf != 0;
+  }
+  p->micro++;
+  if (objective != loss) mixp_tensor_release(objective);
+  mixp_tensor_release(scaled);
+  mixp_tensor_release(loss);
+  mixp_tensor_release(logits);
+  if (p->steps == 0) p->first_loss = lv;
+  p->recent[p->steps % 10] = lv;
+  p->steps++;
+  if (t->log && p->steps % a->log_every == 0) {
+    run_log_scalar(t->log, "train/loss", p->steps, lv);
+    run_log_scalar(t->log, "amp/loss_scale", p->steps, current_scale(t->scaler));
+  }
+  return lv;
+}
+
+/* ---- one epoch --------------------------------------------------------------- */
+
+static void progress_bar(int epoch, int epochs, int64_t done, int64_t total, double loss,
+                         double rate) {
+  char bar[31];
+  int filled = total > 0 ? (int)(30 * done / total) : 30;
+  for (int i = 0; i < 30; ++i) bar[i] = i < filled ? '#' : '.';
+  bar[30] = '\0';
+  printf("\r\033[Kepoch %d/%d [%s] %" PRId64 "/%" PRId64 " loss %.4f %.0f samples/s", epoch,
+         epochs, bar, done, total, loss, rate);
+  fflush(stdout);
+}
+
+epoch_stats train_epoch(trainer *t, int epoch, int tty) {
+  const args *a = t->a;
+  train_progress *p = &t->p;
+  epoch_stats r = {0, 0, 0};
+  int64_t batches = mixp_loader_num_batches(t->loader);
+  /* ceil(limit / batch), written so that a limit near INT64_MAX cannot overflow */
+  if (a->limit_train > 0)
+    batches = min64(batches, a->limit_train / a->batch + (a->limit_train % a->batch != 0));
+  double t0 = now_s(), last_draw = 0;
+  p->epoch = epoch;
+  const int64_t samples0 = p->samples; /* > 0 in a resumed epoch */
+  mixp_tensor *x = NULL, *y = NULL;
+  mixp_status st = MIXP_DONE;
+  while ((st = mixp_loader_next(t->loader, &x, &y)) == MIXP_OK) {
+    if (p->done < batches) {
+      const double lv = train_step(t, x, y);
+      const int64_t b = mixp_tensor_dim(y, 0);
+      p->loss_sum += lv * (double)b;
+      p->samples += b;
+      ++p->done;
+      const double now = now_s();
+      if (tty && (now - last_draw > 0.1 || p->done == batches)) {
+        progress_bar(epoch, a->epochs, p->done, batches, p->loss_sum / (double)p->samples,
+                     (double)(p->samples - samples0) / (now - t0));
+        last_draw = now;
+      }
+      if (a->save_every > 0 && p->steps % a->save_every == 0) save_checkpoint(t);
+      if (a->max_steps > 0 && p->steps >= a->max_steps) {
+        t->stop = 1;
+        mixp_tensor_release(x);
+        mixp_tensor_release(y);
+        st = MIXP_DONE;
+        break;
+      }
+    }
+    /* With --limit-train the rest of the epoch is drawn but not trained on,
+     * so the next epoch starts on a fresh shuffle. */
+    mixp_tensor_release(x);
+    mixp_tensor_release(y);
+  }
+  if (st != MIXP_DONE) die_mixp("reading the next training batch");
+  if (tty) printf("\r\033[K");
+  r.seconds = now_s() - t0;
+  r.samples = p->samples - samples0;
+  r.loss = p->samples > 0 ? p->loss_sum / (double)p->samples : 0.0;
+  if (!t->stop) { /* the epoch is over: a checkpoint resumes at the next */
+    p->epoch = epoch + 1;
+    p->done = 0;
+    p->loss_sum = 0;
+    p->samples = 0;
+  }
+  return r;
+}
+
+/* ---- evaluation -------------------------------------------------------------- */
+
+double evaluate(const trainer *t, mixp_dataset *test, int64_t limit) {
+  const model *m = t->m;
+  const mixp_autocast_options *ac = t->amp_on ? &t->autocast : NULL;
+  mixp_loader_options lo;
+  mixp_loader_options_init(&lo);
+  lo.batch_size = m->is_gpt ? 64 : EVAL_BATCH;
+  lo.shuffle = 0;
+  mixp_loader *loader = NULL;
+  CHECK(mixp_loader_create(test, &lo, &loader));
+  model_set_training(m, 0);
+  CHECK(mixp_no_grad_begin(t->s));
+  int64_t seen = 0, correct = 0;
+  double loss_sum = 0;
+  int64_t pred[EVAL_BATCH], label[EVAL_BATCH];
+  mixp_tensor *x = NULL, *y = NULL;
+  mixp_status st = MIXP_DONE;
+  while ((limit <= 0 || seen < limit) && (st = mixp_loader_next(loader, &x, &y)) == MIXP_OK) {
+    int64_t b = mixp_tensor_dim(y, 0);
+    int64_t use = limit > 0 ? min64(b, limit - seen) : b;
+    /* an O2 model has half weights and is evaluated under the same policy */
+    if (ac) CHECK(mixp_autocast_push(t->s, ac));
+    mixp_tensor *logits = model_forward(m, x);
+    if (ac) CHECK(mixp_autocast_pop(t->s));
+    if (m->is_gpt) {
+      /* Whole batches only: the mean is per token, batches are equal-sized
+       * but for the last one, which is weighted by its size. */
+      mixp_tensor *loss = model_loss(m, logits, y);
+      double lv = 0;
+      CHECK(mixp_tensor_item(loss, &lv));
+      loss_sum += lv * (double)b;
+      use = b;
+      mixp_tensor_release(loss);
+    } else {
+      mixp_tensor *am = NULL;
+      CHECK(mixp_argmax(logits, 1, 0, &am));
+      CHECK(mixp_tensor_to_host(am, pred, (size_t)b * sizeof(int64_t)));
+      CHECK(mixp_tensor_to_host(y, label, (size_t)b * sizeof(int64_t)));
+      for (int64_t i = 0; i < use; ++i) correct += pred[i] == label[i];
+      mixp_tensor_release(am);
+    }
+    seen += use;
+    mixp_tensor_release(logits);
+    mixp_tensor_release(x);
+    mixp_tensor_release(y);
+  }
+  if ((limit <= 0 || seen < limit) && st != MIXP_DONE) die_mixp("reading the next test batch");
+  CHECK(mixp_no_grad_end(t->s));
+  model_set_training(m, 1);
+  mixp_loader_destroy(loader);
+  if (seen == 0) return 0.0;
+  return m->is_gpt ? loss_sum / (double)seen : (double)correct / (double)seen;
+}
