@@ -6,6 +6,9 @@
 # the reproducer is left in BUILD_DIR).
 #
 #   fuzz/run_fuzz.sh BUILD_DIR SECONDS_PER_TARGET [TARGET...]
+#   (targets: safetensors idx api c-suites; default: safetensors idx;
+#   c-suites runs the CMocka suites against the ASan+UBSan library that
+#   fuzz_api links, without fuzzing)
 set -u
 src=$(cd "$(dirname "$0")" && pwd)
 build=$1
@@ -27,18 +30,50 @@ if ! "$cxx" -fsanitize=fuzzer "$probe/p.cpp" -o "$probe/p" 2>/dev/null; then
 fi
 rm -rf "$probe"
 
-cmake -S "$src" -B "$build" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
-cmake --build "$build" -j2 >/dev/null || { cmake --build "$build" -j1; exit 1; }
+cc=$(echo "$cxx" | sed 's/clang++/clang/')
+cmake -S "$src" -B "$build" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_C_COMPILER="$cc" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
+# Only the targets asked for: fuzz_api compiles the whole library, and
+# c-suites (the CMocka suites against the same instrumented library) needs it
+# too.
+suites=$(cd "$src/../tests/c" && ls test_*.c | sed -e 's/\.c$//' -e '/^test_abi_dlopen$/d' -e '/^test_cuda_device$/d')
+set --
+for t in $targets; do
+  if [ "$t" = c-suites ]; then
+    for s in $suites; do set -- "$@" --target "asan_$s"; done
+  else
+    set -- "$@" --target "fuzz_$t"
+  fi
+done
+cmake --build "$build" -j"$(nproc)" "$@" >"$build/build.log" 2>&1 || { tail -n 60 "$build/build.log"; exit 1; }
 
 status=0
 for t in $targets; do
+  if [ "$t" = c-suites ]; then
+    ctest --test-dir "$build" -L c_suite -j"$(nproc)" --output-on-failure >"$build/c-suites.log" 2>&1
+    rc=$?
+    summary=$(grep -E "tests passed|Total Test time" "$build/c-suites.log" | tr '\n' ' ')
+    if [ $rc -ne 0 ]; then
+      echo "C suites under ASan+UBSan: FAILED; see $build/c-suites.log"
+      grep -E "Failed|\*\*\*|ERROR|runtime error|SUMMARY" "$build/c-suites.log" | head -n 40
+      status=1
+    else
+      echo "C suites under ASan+UBSan: clean: $summary"
+    fi
+    continue
+  fi
   corpus="$build/corpus-$t"
   mkdir -p "$corpus"
   dict=""
   [ -f "$src/$t.dict" ] && dict="-dict=$src/$t.dict"
   log="$build/fuzz_$t.log"
-  (cd "$build" && "./fuzz_$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
-     -print_final_stats=1 $dict "$corpus" "$src/corpus/$t") >"$log" 2>&1
+  seeds="$src/corpus/$t"
+  [ -d "$seeds" ] || seeds=""
+  # fuzz_api asks for absurd sizes on purpose: ASan refuses allocations over
+  # 1 GiB (the library then reports MIXP_ERR_OUT_OF_MEMORY, which is what is
+  # tested) before libFuzzer's malloc limit would call them a finding.
+  (cd "$build" && "./fuzz_$t" -max_total_time="$secs" -rss_limit_mb=3072 -malloc_limit_mb=1100 -timeout=20 \
+     -print_final_stats=1 $dict "$corpus" $seeds) >"$log" 2>&1
   rc=$?
   runs=$(grep -o 'Done [0-9]* runs in [0-9]* second' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1)

@@ -37,6 +37,13 @@ if(TARGET mixp-train)
               -P ${CMAKE_CURRENT_SOURCE_DIR}/state/train_resume.cmake)
     set_tests_properties(mixp_train_resume_exact_${amp} PROPERTIES TIMEOUT 300)
   endforeach()
+  # Its checkpoints load strictly as weights; forged counters are refused.
+  if(MIXP_SYSTEM_PYTHON)
+    add_test(NAME mixp_train_checkpoint_weights_and_forgeries
+      COMMAND ${MIXP_SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/state/test_train_checkpoint_python.py
+              $<TARGET_FILE:mixp-train> $<TARGET_FILE:state_py_helper> ${CMAKE_CURRENT_BINARY_DIR}/train_ckpt_py)
+    set_tests_properties(mixp_train_checkpoint_weights_and_forgeries PROPERTIES TIMEOUT 300)
+  endif()
   # Flag misuse exits 2 with the usage; a missing checkpoint exits 1 naming it.
   add_test(NAME mixp_train_state_flag_misuse
     COMMAND sh -c "t=\"$0\"; \"$t\" --save-every 5 >/dev/null 2>&1; [ $? -eq 2 ] || exit 1; \"$t\" --save-every 5 2>&1 | grep -q 'needs --save' || exit 1; \"$t\" --accum-steps 2 --max-steps 3 2>&1 | grep -q 'multiple of --accum-steps' || exit 1; \"$t\" --compare --save x 2>&1 | grep -q 'takes no --save' || exit 1; \"$t\" --data synthetic --resume /nonexistent/run.safetensors >/dev/null 2>err.txt; [ $? -eq 1 ] && grep -q \"cannot open '/nonexistent/run.safetensors'\" err.txt"
@@ -50,3 +57,15 @@ endif()
 add_test(NAME fuzz_readers_bounded
   COMMAND ${PROJECT_SOURCE_DIR}/fuzz/run_fuzz.sh ${CMAKE_CURRENT_BINARY_DIR}/fuzz 25)
 set_tests_properties(fuzz_readers_bounded PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+
+# The API-sequence fuzzer (fuzz/fuzz_api.cpp: sequences of public calls with
+# NULLs, released handles and absurd numbers; oracles: no crash or sanitizer
+# report, messages that begin with the called function, outputs untouched on
+# failure, never MIXP_ERR_INTERNAL), 60 s, and the CMocka suites against the
+# same library build (clang, ASan + UBSan, with the sanitizer options the
+# suites need, set by that project's CTest). Building the instrumented
+# library takes a few minutes on 2 cores; SKIPPED without clang-14's
+# libFuzzer.
+add_test(NAME sanitizers_c_suites_and_api_fuzz
+  COMMAND ${PROJECT_SOURCE_DIR}/fuzz/run_fuzz.sh ${CMAKE_CURRENT_BINARY_DIR}/fuzz-api 60 c-suites api)
+set_tests_properties(sanitizers_c_suites_and_api_fuzz PROPERTIES TIMEOUT 2400 SKIP_RETURN_CODE 77)

@@ -18,6 +18,20 @@ set_tests_properties(mixp_train_synthetic_smoke PROPERTIES
 add_test(NAME mixp_train_bad_flag
   COMMAND sh -c "\"$0\" --no-such-flag 2>&1 | grep -q '^usage: mixp-train' && { \"$0\" --no-such-flag >/dev/null 2>&1; test $? -eq 2; }"
           $<TARGET_FILE:mixp-train>)
+# Runs that must not report success: a --limit-train of INT64_MAX is "no
+# limit" (it once overflowed and trained nothing); a run whose loss ends
+# non-finite exits 1 saying so; an unwritable --save is refused before
+# training, not after.
+add_test(NAME mixp_train_run_misuse
+  COMMAND sh -c "t=\"$0\"; \"$t\" --data synthetic --hidden 8 --batch 256 --epochs 1 --limit-test 64 --limit-train 9223372036854775807 >out.txt 2>&1 || exit 1; grep -q 'epoch 1/1: train_loss=[0-9]' out.txt || exit 1; \"$t\" --data synthetic --hidden 8 --epochs 1 --limit-train 256 --limit-test 64 --weight-decay 1e30 >/dev/null 2>err.txt; [ $? -eq 1 ] && grep -q 'training diverged' err.txt || exit 1; \"$t\" --data synthetic --epochs 1 --save /nonexistent/x.safetensors >out.txt 2>&1; [ $? -eq 1 ] && grep -q \"cannot write in '/nonexistent'\" out.txt && ! grep -q '^epoch' out.txt"
+          $<TARGET_FILE:mixp-train>)
+set_tests_properties(mixp_train_run_misuse PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR} TIMEOUT 300)
+# The kernels' baseline/AVX2/AVX-512 versions train bit-identically
+# (MIXP_CPU_KERNELS pins one; tests/kernel_isa_parity.cmake).
+add_test(NAME cpu_kernel_versions_bitwise_equal
+  COMMAND ${CMAKE_COMMAND} -DTRAIN=$<TARGET_FILE:mixp-train> -DWORK=${CMAKE_CURRENT_BINARY_DIR}/kernel_isa
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/kernel_isa_parity.cmake)
+set_tests_properties(cpu_kernel_versions_bitwise_equal PROPERTIES TIMEOUT 300)
 add_test(NAME mixp_train_help COMMAND mixp-train --help)
 set_tests_properties(mixp_train_help PROPERTIES PASS_REGULAR_EXPRESSION "usage: mixp-train")
 

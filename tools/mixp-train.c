@@ -12,6 +12,7 @@
  * is printed), 2 for bad command-line flags. */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ typedef struct run_result {
   double peak_mb;
   int64_t skipped;
   double loss_scale;
+  int diverged;          /* the last training loss is not finite */
 } run_result;
 
 /* Everything one run holds, from setup to teardown. */
@@ -147,6 +149,7 @@ static void setup(run_ctx *r, const args *a) {
   memset(r, 0, sizeof *r);
   r->a = a;
   r->t_start = now_s();
+  if (a->save_path) state_check_path(a->save_path);
   r->s = open_session(a);
   const char *data_name = open_data(r->s, a, &r->train, &r->test);
   int64_t shape[MIXP_MAX_DIMS];
@@ -248,6 +251,7 @@ static run_result train_epochs(run_ctx *r, int tty) {
   res.epoch_seconds = train_seconds / (epochs_run > 0 ? epochs_run : 1);
   res.skipped = t->p.skipped;
   res.loss_scale = current_scale(t->scaler);
+  res.diverged = t->p.steps > 0 && !isfinite(t->p.recent[(t->p.steps - 1) % 10]);
   return res;
 }
 
@@ -275,6 +279,13 @@ static void report(run_ctx *r, const run_result *res) {
   else
     printf("final: test_accuracy=%.4f epochs=%d time=%.1fs samples_per_sec=%.0f peak_mem_mb=%.1f\n",
            res->metric, a->epochs, now_s() - r->t_start, res->samples_per_sec, res->peak_mb);
+  if (res->diverged) {
+    fflush(stdout);
+    fprintf(stderr,
+            "mixp-train: training diverged: the last loss is %g (step %" PRId64 "); try a smaller --lr "
+            "or --weight-decay, --clip-norm, or a loss scale\n",
+            t->p.steps > 0 ? t->p.recent[(t->p.steps - 1) % 10] : 0.0, t->p.steps);
+  }
 }
 
 static void teardown(run_ctx *r) {
@@ -300,7 +311,7 @@ static run_result run(const args *a, int tty) {
 
 /* O0, O1 and O2 with the same seed (same initialisation, same batches) and
  * one table of what each measured. */
-static void compare(const args *a, int tty) {
+static int compare(const args *a, int tty) {
   run_result r[3];
   args runs[3];
   for (int k = 0; k < 3; ++k) {
@@ -313,10 +324,14 @@ static void compare(const args *a, int tty) {
   const char *metric = strcmp(a->model, "gpt") == 0 ? "val_loss" : "test_acc";
   printf("%-12s %12s %12s %13s %10s %9s %9s\n", "precision", "samples/s", "epoch_s", "peak_mem_mb", metric,
          "skipped", "speed-up");
-  for (int k = 0; k < 3; ++k)
+  int diverged = 0;
+  for (int k = 0; k < 3; ++k) {
     printf("%-12s %12.0f %12.2f %13.1f %10.4f %9" PRId64 " %8.2fx\n", amp_name(&runs[k]), r[k].samples_per_sec,
            r[k].epoch_seconds, r[k].peak_mb, r[k].metric, r[k].skipped,
            r[0].samples_per_sec > 0 ? r[k].samples_per_sec / r[0].samples_per_sec : 0.0);
+    diverged |= r[k].diverged;
+  }
+  return diverged;
 }
 
 int main(int argc, char **argv) {
@@ -324,8 +339,7 @@ int main(int argc, char **argv) {
   parse_args(argc, argv, &a);
   const int tty = isatty(STDOUT_FILENO);
   train_logs_begin(a.csv_path);
-  if (a.compare) compare(&a, tty);
-  else run(&a, tty);
+  const int diverged = a.compare ? compare(&a, tty) : run(&a, tty).diverged;
   train_logs_end();
-  return 0;
+  return diverged ? 1 : 0;
 }

@@ -138,13 +138,15 @@ typedef struct train_state {
   const char *data_name;
 } train_state;
 
-/* Saves everything (mixp_state_save) with the progress as an extra tensor
- * and the run's configuration as JSON metadata; exits 1 on failure. */
+/* Saves everything (mixp_state_save) with the run's configuration and
+ * progress as JSON metadata; exits 1 on failure. */
 void state_save(const train_state *ts, const train_progress *p, const char *path);
 /* Restores a state saved by state_save into the objects of `ts`, after
  * checking that the file was saved with the same configuration; exits 1
  * (with both configurations printed) when it was not. */
 void state_resume(const train_state *ts, train_progress *p, const char *path);
+/* Exits 1, before any training, when --save's target cannot be written. */
+void state_check_path(const char *path);
 
 /* ---- the training step and loops (mixp-train-step.c) ----------------------------- */
 

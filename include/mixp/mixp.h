@@ -361,8 +361,8 @@ MIXP_API mixp_status mixp_memory_stats_reset_peak(mixp_session *session);
  * training step (scale, backward, unscale, clip, step, update) adds none.
  * @param session The session.
  * @param[out] count Receives the count; written only on success.
- * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT (NULL or destroyed session,
- *         NULL count).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a NULL session or count;
+ *         MIXP_ERR_STATE for a destroyed session (one its tensors keep alive).
  * @note Thread-safety: like every call on a session, not concurrently with
  *       other calls on it.
  */
@@ -748,8 +748,9 @@ MIXP_API mixp_status mixp_backward(mixp_tensor *loss, const mixp_tensor *seed_gr
  * activations; they are recorded on the region's op tape instead.
  * mixp_grad_enabled() reports 0 inside the region.
  * @param session The session.
- * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a NULL or destroyed session;
- *         MIXP_ERR_STATE if a region is already open on the session.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a NULL session;
+ *         MIXP_ERR_STATE for a destroyed session (one its tensors keep alive)
+ *         or if a region is already open on the session.
  */
 MIXP_API mixp_status mixp_checkpoint_begin(mixp_session *session);
 
@@ -784,8 +785,9 @@ MIXP_API mixp_status mixp_checkpoint_end(mixp_session *session, mixp_tensor *con
  * mixp_checkpoint_begin(): no-grad regions opened inside the region and still
  * open are closed with it.
  * @param session The session.
- * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a NULL or destroyed session;
- *         MIXP_ERR_STATE when no region is open.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a NULL session;
+ *         MIXP_ERR_STATE for a destroyed session (one its tensors keep alive)
+ *         or when no region is open.
  */
 MIXP_API mixp_status mixp_checkpoint_abort(mixp_session *session);
 

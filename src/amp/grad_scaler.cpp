@@ -429,8 +429,10 @@ mixp_grad_scaler::LoadedState mixp_grad_scaler::prepare_load_state(const unsigne
   const float sc = r.f32();
   const int32_t growth = r.i32(), bad = r.i32(), hyst = r.i32(), found = r.i32();
   check_scaler_options(o, false, MIXP_ERR_CORRUPT, "saved ", fn);
-  if (!std::isfinite(sc) || !(sc > 0.0f))
-    fail(MIXP_ERR_CORRUPT, fn, ": saved scale must be finite and > 0, got ", sc);
+  // Whatever the scaler can reach must load: a run of overflows backs the
+  // scale off to 0 when min_scale is 0 (PyTorch saves and loads that too).
+  if (!std::isfinite(sc) || !(sc >= 0.0f))
+    fail(MIXP_ERR_CORRUPT, fn, ": saved scale must be finite and >= 0, got ", sc);
   if (growth < 0 || growth >= o.growth_interval)
     fail(MIXP_ERR_CORRUPT, fn, ": saved growth_tracker ", growth, " is outside [0, ",
          o.growth_interval, ")");

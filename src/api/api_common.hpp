@@ -10,19 +10,24 @@
 
 namespace mixp {
 
+// Whether msg begins with "<fn>:".
+inline bool starts_with_name(const char *msg, const char *fn) noexcept {
+  const size_t n = std::strlen(fn);
+  return std::strncmp(msg, fn, n) == 0 && msg[n] == ':';
+}
+
 template <class F>
 mixp_status guard(const char *fn, F &&body) noexcept {
   try {
     body();
     return MIXP_OK;
   } catch (const Error &e) {
-    // Errors raised below the API layer (a backend's allocator, a device
-    // call) do not know which public function they serve: name it for them.
-    const char *msg = e.what();
-    if (std::strncmp(msg, "mixp_", 5) == 0)
-      set_last_error(e.status(), msg);
-    else
-      set_last_error(e.status(), str(fn, ": ", msg));
+    // Every message starts with the function the caller called. Errors
+    // raised below the API layer (a backend's allocator, a device call) do
+    // not know which one that is, and those of an inner public call (a
+    // layer's forward runs mixp_linear) name the inner one: the caller's
+    // name goes in front, the inner detail stays.
+    set_last_error(e.status(), starts_with_name(e.what(), fn) ? e.message() : str(fn, ": ", e.message()));
     return e.status();
   } catch (const std::bad_alloc &) {
     set_last_error(MIXP_ERR_OUT_OF_MEMORY, str(fn, ": out of memory"));

@@ -10,12 +10,11 @@ using namespace mixp;
 
 namespace {
 
-size_t expected_bytes(const Shape &shape, DType dtype) { return size_t(shape.numel()) * dtype_size(dtype); }
-
 void check_nbytes(const char *fn, size_t nbytes, const Shape &shape, DType dtype) {
-  if (nbytes != expected_bytes(shape, dtype))
+  const size_t expected = size_bytes(shape.numel(), dtype, fn, "the shape");
+  if (nbytes != expected)
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": nbytes is ", nbytes, " but shape ", shape_str(shape), " of ",
-         dtype_name(dtype), " needs ", expected_bytes(shape, dtype));
+         dtype_name(dtype), " needs ", expected);
 }
 
 }  // namespace
@@ -119,10 +118,14 @@ mixp_status mixp_tensor_arange(mixp_session *session, mixp_dtype dtype, double s
     if (!std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step))
       fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": start, end and step must be finite");
     if (step == 0) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": step must not be 0");
-    if ((end - start) * step < 0)
+    // Signs, not the product: (end - start) * step underflows to 0 for a
+    // denormal step.
+    if ((end > start && step < 0) || (end < start && step > 0))
       fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": step ", step, " goes away from end (start ", start, ", end ", end, ")");
     const double count = std::ceil((end - start) / step);
-    if (count > double(int64_t(1) << 40)) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": range has too many elements");
+    if (!(count >= 0) || count > double(int64_t(1) << 40))
+      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": the range from ", start, " to ", end, " by ", step,
+           " has too many elements (at most 2^40)");
     const int64_t n = int64_t(count);
     std::vector<double> v(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) v[size_t(i)] = start + double(i) * step;

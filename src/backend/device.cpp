@@ -40,13 +40,13 @@ OpenedDevice open_device(const char *device, const char *fn) {
       d.name = "cuda:0";
       d.note = "device 'auto': using cuda:0 (" + desc + ")";
     } catch (const Error &e) {
-      d.note = std::string("device 'auto': cuda is unavailable, using cpu: ") + e.what();
+      d.note = std::string("device 'auto': cuda is unavailable, using cpu: ") + e.message();
     }
   } else if (parse_cuda(dev, &cuda_index)) {
     try {
       d.backend = create_cuda_backend(cuda_index, &d.note);
     } catch (const Error &e) {
-      fail(e.status(), fn, ": device '", dev, "' is unavailable: ", e.what());
+      fail(e.status(), fn, ": device '", dev, "' is unavailable: ", e.message());
     }
     d.name = "cuda:" + std::to_string(cuda_index);
   } else {

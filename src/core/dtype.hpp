@@ -21,7 +21,7 @@ inline bool is_half(DType t) noexcept { return t == MIXP_F16 || t == MIXP_BF16; 
 
 // Bit-level conversions. The float->half ones round to nearest even.
 // fp16 <-> fp32 are written without branches (selects only) so that the
-// multi-versioned loops of core/simd.hpp vectorise them; the approach is
+// multi-versioned loops of backend/cpu/simd.hpp vectorise them; the approach is
 // F. Giesen's public-domain float/half conversions, with NaN payloads kept.
 inline uint16_t f32_to_f16_bits(float f) noexcept {
   uint32_t x;

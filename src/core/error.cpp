@@ -13,7 +13,22 @@ thread_local mixp_status t_last_status = MIXP_OK;
 
 void set_last_error(mixp_status status, const std::string &message) noexcept {
   try {
-    t_last_message = message;
+    // Messages quote names from files and callers; a NUL or control byte
+    // among them would cut the C string short or garble a terminal, so they
+    // are written as \xHH.
+    t_last_message.clear();
+    t_last_message.reserve(message.size());
+    for (const char c : message) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u >= 0x20 && u != 0x7f) {
+        t_last_message += c;
+      } else {
+        static const char hex[] = "0123456789abcdef";
+        t_last_message += "\\x";
+        t_last_message += hex[u >> 4];
+        t_last_message += hex[u & 15];
+      }
+    }
   } catch (...) {
     t_last_message.clear();  // allocation failed: keep the status at least
   }

@@ -15,6 +15,8 @@ class Error : public std::exception {
       : status_(status), message_(std::move(message)) {}
   mixp_status status() const noexcept { return status_; }
   const char *what() const noexcept override { return message_.c_str(); }
+  // The whole message; what() stops at a NUL quoted from a name.
+  const std::string &message() const noexcept { return message_; }
 
  private:
   mixp_status status_;

@@ -7,8 +7,10 @@ namespace mixp {
 
 Storage::~Storage() {
   if (owned) {
-    if (data) session->backend->deallocate(data, nbytes);
-    session->note_free(nbytes);
+    if (data) {
+      session->backend->deallocate(data, nbytes);
+      session->note_free(nbytes);
+    }
   } else if (on_release) {
     on_release(release_user);
   }
@@ -50,13 +52,7 @@ Shape check_shape(const int64_t *shape, int ndim, const char *fn, const char *ar
   for (int i = 0; i < ndim; ++i)
     if (shape[i] < 0)
       fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ", arg, "[", i, "] is negative (", shape[i], ")");
-  // Guard the byte count against overflow: 2^56 elements is far beyond any device.
-  int64_t n = 1;
-  for (int i = 0; i < ndim; ++i) {
-    if (shape[i] != 0 && n > (int64_t(1) << 56) / shape[i])
-      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ", arg, " ", shape_str(s), " has too many elements");
-    n *= shape[i];
-  }
+  size_numel(shape, ndim, fn, arg);
   return s;
 }
 
@@ -83,12 +79,15 @@ void contiguous_strides(const Shape &shape, int64_t *strides) noexcept {
 }
 
 TensorPtr empty(Session *s, DType dtype, const Shape &shape) {
+  const size_t nbytes = size_bytes(size_numel(shape.d, shape.ndim, nullptr, "a tensor of shape"), dtype,
+                                   nullptr, "a tensor");
   auto storage = std::make_shared<Storage>();
   storage->session = SessionRef::share(s);
-  const size_t nbytes = size_t(shape.numel()) * dtype_size(dtype);
-  storage->nbytes = nbytes;
-  // Allocate at least one byte so every storage has a distinct address.
+  // Allocate at least one byte so every storage has a distinct address. The
+  // byte count is set once the memory is there: a storage whose allocation
+  // failed gives nothing back to the statistics.
   storage->data = s->backend->allocate(nbytes ? nbytes : 1);
+  storage->nbytes = nbytes;
   s->note_alloc(nbytes);
   return wrap_storage(s, dtype, shape, std::move(storage));
 }

@@ -9,6 +9,7 @@
 #include "core/dtype.hpp"
 #include "core/refcount.hpp"
 #include "core/session.hpp"
+#include "core/sizes.hpp"
 
 namespace mixp {
 struct Node;
@@ -54,6 +55,8 @@ struct mixp_tensor {
 
   ~mixp_tensor() { magic = 0; }
 
+  // Every tensor's shape was checked against the size limits when it was
+  // made (core/sizes.hpp), so the product cannot overflow.
   int64_t numel() const noexcept {
     int64_t n = 1;
     for (int i = 0; i < ndim; ++i) n *= shape[i];
@@ -96,9 +99,13 @@ struct Shape {
   Shape(const int64_t *p, int n) : ndim(n) {
     for (int i = 0; i < n; ++i) d[i] = p[i];
   }
+  // A Shape may be a request not yet checked (an op's computed output):
+  // the product saturates at INT64_MAX instead of wrapping, and empty()
+  // refuses such shapes with the size limits of core/sizes.hpp.
   int64_t numel() const noexcept {
     int64_t n = 1;
-    for (int i = 0; i < ndim; ++i) n *= d[i];
+    for (int i = 0; i < ndim; ++i)
+      if (d[i] == 0 || !mul_fits(n, d[i], &n)) return d[i] == 0 ? 0 : INT64_MAX;
     return n;
   }
   int64_t &operator[](int i) noexcept { return d[i]; }
@@ -123,7 +130,10 @@ Tensor *check_tensor(const mixp_tensor *t, const char *fn, const char *arg);
 // Normalises a possibly negative dim to [0, ndim); fails naming fn/arg.
 int wrap_dim(int dim, int ndim, const char *fn, const char *arg = "dim");
 
-// Allocates an uninitialised contiguous tensor.
+// Allocates an uninitialised contiguous tensor. Fails with
+// MIXP_ERR_INVALID_ARGUMENT for a shape beyond the size limits (a negative
+// extent, more than 2^62 elements, more than PTRDIFF_MAX bytes) and with
+// MIXP_ERR_OUT_OF_MEMORY when the backend cannot allocate it.
 TensorPtr empty(Session *s, DType dtype, const Shape &shape);
 // A contiguous tensor header over an existing storage.
 TensorPtr wrap_storage(Session *s, DType dtype, const Shape &shape, std::shared_ptr<Storage> storage);

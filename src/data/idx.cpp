@@ -27,6 +27,11 @@ constexpr uint64_t kMaxBytes = uint64_t(1) << 34;
 // Read granularity: growing the buffer as data arrives means a header that
 // lies about its size costs at most one chunk beyond the real data.
 constexpr size_t kChunk = size_t(1) << 24;
+// gzip cannot shrink data by much more than 1000:1, and images far less: a
+// file that promises more than this many bytes per byte on disk (beyond a
+// small allowance) is a decompression bomb, refused before inflating it.
+constexpr uint64_t kMaxExpansion = 64;
+constexpr uint64_t kExpansionAllowance = uint64_t(1) << 26;
 
 class IdxFile {
  public:
@@ -39,6 +44,18 @@ class IdxFile {
            e ? std::strerror(e) : "out of memory");
     }
     gzbuffer(f_, 1u << 17);
+    std::error_code ec;
+    disk_bytes_ = std::filesystem::file_size(path, ec);
+    if (ec) disk_bytes_ = 0;
+  }
+
+  // Fails unless `n` payload bytes are plausible for a file of this size.
+  // (A plain file cannot promise more than it holds: that is "truncated".)
+  void check_expansion(uint64_t n, const char *what) const {
+    if (!gzdirect(f_) && n > kExpansionAllowance && n / kMaxExpansion > disk_bytes_)
+      fail(MIXP_ERR_CORRUPT, fn_, ": '", path_, "' is implausible: its header promises ", n, " bytes of ",
+           what, " from a ", disk_bytes_, "-byte file (more than ", kMaxExpansion,
+           " to 1; a decompression bomb?)");
   }
   IdxFile(const IdxFile &) = delete;
   IdxFile &operator=(const IdxFile &) = delete;
@@ -117,6 +134,7 @@ class IdxFile {
   }
 
   gzFile f_ = nullptr;
+  uint64_t disk_bytes_ = 0;
   std::string path_;
   const char *fn_;
 };
@@ -159,6 +177,8 @@ DatasetPtr load_idx(const std::string &images_path, const std::string &labels_pa
     fail(MIXP_ERR_CORRUPT, fn, ": count mismatch: '", images_path, "' holds ", n, " images but '",
          labels_path, "' holds ", nl, " labels");
 
+  images.check_expansion(pixels, "pixels");
+  labels.check_expansion(n, "labels");
   auto d = std::make_shared<DatasetData>();
   std::vector<uint8_t> raw_labels;
   labels.read_payload(raw_labels, n, "labels");

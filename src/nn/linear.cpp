@@ -1,7 +1,6 @@
 // Linear: a learned mixp_linear, y = x W^T + b, initialised like
 // torch.nn.Linear.
 #include <cmath>
-#include <limits>
 
 #include "core/error.hpp"
 #include "nn/api_call.hpp"
@@ -44,10 +43,9 @@ std::unique_ptr<Module> make_linear(Session *s, int64_t in_features, int64_t out
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": in_features must be >= 1, got ", in_features);
   if (out_features < 1)
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": out_features must be >= 1, got ", out_features);
-  if (in_features > std::numeric_limits<int64_t>::max() / out_features)
-    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": in_features x out_features (", in_features, " x ",
-         out_features, ") overflows int64");
   check_param_dtype(dtype, fn);
+  size_bytes(size_mul(in_features, out_features, fn, "the weight, in_features x out_features"), dtype, fn,
+             "the weight");
   return std::make_unique<Linear>(s, in_features, out_features, bias, dtype);
 }
 

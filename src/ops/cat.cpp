@@ -6,6 +6,7 @@
 
 #include "autograd/node.hpp"
 #include "core/error.hpp"
+#include "core/sizes.hpp"
 #include "ops/ops.hpp"
 
 namespace mixp {
@@ -51,7 +52,8 @@ TensorPtr cat(const std::vector<TensorPtr> &xs_in, int dim) {
     if (!fits)
       fail(MIXP_ERR_SHAPE, fn, ": tensors[", i, "] is ", shape_str(xi), " and tensors[0] is ",
            shape_str(x0), "; all dims but dim ", d, " must match");
-    if (i > 0) out_shape.d[d] += xi.shape[d];
+    // (expanded views can be long: the sum is checked)
+    if (i > 0) out_shape.d[d] = size_add(out_shape.d[d], xi.shape[d], fn, "the output's concatenated dim");
     starts.push_back(starts.back() + xi.shape[d]);
   }
 

@@ -106,12 +106,15 @@ TensorPtr conv2d(const TensorPtr &x_in, const TensorPtr &w_in, const TensorPtr &
   if (bias && (bias->ndim != 1 || bias->shape[0] != g.c_out))
     fail(MIXP_ERR_SHAPE, fn, ": bias must be [", g.c_out, "] (C_out of weight ", shape_str(*w), "), got ",
          shape_str(*bias));
-  const int64_t ekh = (g.kh - 1) * g.dil_h + 1, ekw = (g.kw - 1) * g.dil_w + 1;
-  if (g.h + 2 * g.pad_h < ekh || g.w + 2 * g.pad_w < ekw)
-    fail(MIXP_ERR_SHAPE, fn, ": kernel (", ekh, "x", ekw, " with dilation) is larger than the padded input (",
-         g.h + 2 * g.pad_h, "x", g.w + 2 * g.pad_w, "): x is ", shape_str(*x), ", weight is ", shape_str(*w));
-  g.oh = (g.h + 2 * g.pad_h - ekh) / g.stride_h + 1;
-  g.ow = (g.w + 2 * g.pad_w - ekw) / g.stride_w + 1;
+  g.oh = window_positions(g.h, g.pad_h, g.kh, g.dil_h, g.stride_h, fn, "H");
+  g.ow = window_positions(g.w, g.pad_w, g.kw, g.dil_w, g.stride_w, fn, "W");
+  // Any stride that leaves one output position gives the same result, and
+  // so does any dilation of a one-tap kernel: valid requests with huge values
+  // are brought to the smallest equivalent ones the backends handle.
+  if (g.kh == 1) g.dil_h = 1;
+  if (g.kw == 1) g.dil_w = 1;
+  if (g.oh == 1) g.stride_h = single_window_stride(g.h, g.pad_h, g.kh, g.dil_h);
+  if (g.ow == 1) g.stride_w = single_window_stride(g.w, g.pad_w, g.kw, g.dil_w);
 
   TensorPtr xc = contiguous(detach(*x)), wc = contiguous(detach(*w));
   TensorPtr bc = bias ? contiguous(detach(*bias)) : TensorPtr();

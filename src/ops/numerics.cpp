@@ -19,7 +19,7 @@ void check_numerics(Session *s, const char *op, const char *phase, int index, co
   s->numerics_report = str("non-finite values in the ", phase, " pass of op '", op, "', output ", index, " (",
                            dtype_name(t.dtype), " ", shape_str(t), "): ", nans, " NaN, ", infs, " Inf of ",
                            t.numel(), " elements");
-  if (s->numerics == MIXP_NUMERICS_ERROR) fail(MIXP_ERR_NUMERIC, "mixp: ", s->numerics_report);
+  if (s->numerics == MIXP_NUMERICS_ERROR) fail(MIXP_ERR_NUMERIC, s->numerics_report);
   const uint64_t k = s->numerics_warnings++;
   if (k < kWarnFull || k % 1000 == 0) {
     std::string msg = s->numerics_report;

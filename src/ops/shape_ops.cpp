@@ -34,6 +34,9 @@ std::vector<TensorPtr> split(const TensorPtr &x, const std::vector<int64_t> &siz
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] < 0)
       fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": sizes[", i, "] = ", sizes[i], " is negative");
+    if (sizes[i] > x->shape[d] - total)  // (total <= shape[d]: no overflow)
+      fail(MIXP_ERR_SHAPE, fn, ": sizes[0..", i, "] add up to more than dim ", d, " of x (shape ",
+           shape_str(*x), "), which has size ", x->shape[d]);
     total += sizes[i];
   }
   if (total != x->shape[d])
@@ -92,12 +95,17 @@ TensorPtr pad(const TensorPtr &x_in, const std::vector<int64_t> &pads, double va
   for (int j = 0; j < np / 2; ++j) {
     const int d = x->ndim - 1 - j;
     const int64_t before = pads[size_t(2 * j)], after = pads[size_t(2 * j + 1)];
+    int64_t grown = 0;
+    if (before < -kMaxElements || after < -kMaxElements || !add_fits(before, after, &grown) ||
+        !add_fits(grown, x->shape[d], &grown) || grown > kMaxElements)
+      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": pads (", before, ", ", after, ") of dim ", d, " (size ",
+           x->shape[d], ") give a size beyond 2^62");
     const int64_t crop = std::max<int64_t>(0, -before) + std::max<int64_t>(0, -after);
     if (crop > x->shape[d])
       fail(MIXP_ERR_SHAPE, fn, ": pads (", before, ", ", after, ") crop ", crop,
            " elements from dim ", d, " of size ", x->shape[d], " (x is ", shape_str(*x), ")");
     kept.d[d] = x->shape[d] - crop;
-    oshape.d[d] = x->shape[d] + before + after;
+    oshape.d[d] = grown;
     src_off += std::max<int64_t>(0, -before) * x->strides[d];
     dst_pos[d] = std::max<int64_t>(0, before);
   }

@@ -95,8 +95,9 @@ TensorPtr reshape(const TensorPtr &x, const Shape &shape_in) {
       infer = i;
     } else if (shape.d[i] < 0) {
       fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": shape[", i, "] is negative (", shape.d[i], ")");
-    } else {
-      known *= shape.d[i];
+    } else if (!mul_fits(known, shape.d[i], &known)) {
+      fail(MIXP_ERR_SHAPE, fn, ": cannot reshape x of shape ", shape_str(*x), " into ", shape_str(shape),
+           " (more elements than a tensor can hold)");
     }
   }
   const int64_t n = x->numel();
@@ -180,7 +181,10 @@ TensorPtr slice(const TensorPtr &x, int dim, int64_t start, int64_t end, int64_t
   start = std::clamp<int64_t>(start, 0, size);
   end = std::clamp<int64_t>(end, start, size);
   Shape shape = shape_of(*x);
-  shape.d[d] = (end - start + step - 1) / step;
+  shape.d[d] = end == start ? 0 : (end - start - 1) / step + 1;
+  // With at most one element taken the step is irrelevant; any step that
+  // large (up to INT64_MAX) would overflow the stride.
+  if (shape.d[d] <= 1) step = 1;
   int64_t strides[MIXP_MAX_DIMS];
   for (int i = 0; i < x->ndim; ++i) strides[i] = x->strides[i];
   strides[d] *= step;

@@ -1,11 +1,14 @@
 #include "state/file_io.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -31,6 +34,34 @@ std::string dir_of(const std::string &path) {
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";
   return path.substr(0, slash);
+}
+
+std::string base_of(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Temporary files are "<target>.mixp-tmp.<pid>.<serial>" beside the target.
+constexpr const char *kTmpTag = ".mixp-tmp.";
+
+// Removes the temporaries of `path` left by processes that no longer exist
+// (killed while saving): a save of the same target cleans up after them,
+// and never touches the temporary of a writer that is still running.
+void remove_stale_temporaries(const std::string &path) {
+  const std::string dir = dir_of(path), prefix = base_of(path) + kTmpTag;
+  DIR *d = ::opendir(dir.c_str());
+  if (!d) return;  // the save itself reports an unusable directory
+  while (const dirent *e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    char *end = nullptr;
+    const long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
+    if (pid <= 0 || *end != '.') continue;
+    if (pid == long(::getpid())) continue;
+    if (::kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    ::unlink((dir + "/" + name).c_str());
+  }
+  ::closedir(d);
 }
 
 }  // namespace
@@ -67,7 +98,8 @@ std::vector<uint8_t> read_file(const std::string &path, const char *fn) {
 
 void write_atomic(const std::string &path, const std::vector<Piece> &pieces, const char *fn) {
   static std::atomic<unsigned> serial{0};
-  const std::string tmp = str(path, ".tmp.", ::getpid(), ".", serial.fetch_add(1));
+  remove_stale_temporaries(path);
+  const std::string tmp = str(path, kTmpTag, ::getpid(), ".", serial.fetch_add(1));
   Fd f;
   f.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (f.fd < 0) io_fail(fn, "create", tmp, errno);

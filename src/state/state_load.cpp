@@ -206,7 +206,7 @@ OptPlan plan_optimizer(Reader &r, Optimizer &opt, size_t j, const std::set<const
   try {
     optim::check_options(o, "saved optimizer");
   } catch (const Error &e) {
-    fail(MIXP_ERR_CORRUPT, what, " is corrupt: tensors '", pre, "hparams'/'config': ", e.what());
+    fail(MIXP_ERR_CORRUPT, what, " is corrupt: tensors '", pre, "hparams'/'config': ", e.message());
   }
   if (p.step_count < 0)
     fail(MIXP_ERR_CORRUPT, what, " is corrupt: tensor '", pre, "config' holds step count ",

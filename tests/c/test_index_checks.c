@@ -16,14 +16,6 @@ static mixp_tensor *i64_tensor(mixp_session *s, const int64_t *v, const int64_t 
   return t;
 }
 
-static uint64_t current_bytes(mixp_session *s) {
-  mixp_memory_stats m;
-  memset(&m, 0, sizeof m);
-  m.struct_size = sizeof m;
-  MT_OK(mixp_memory_stats_get(s, &m));
-  return m.current_bytes;
-}
-
 static void assert_no_grad(mixp_tensor *leaf) {
   mixp_tensor *g = (mixp_tensor *)leaf; /* overwritten only on success */
   MT_OK(mixp_tensor_grad(leaf, &g));
@@ -41,7 +33,7 @@ static void test_bad_target_changes_nothing(void **state) {
   MT_OK(mixp_tensor_set_requires_grad(x, 1));
   const int64_t bad[4] = {0, -100, 2, 3}, neg[4] = {1, -5, 0, -100};
   mixp_tensor *tb = i64_tensor(s, bad, tshape, 1), *tn = i64_tensor(s, neg, tshape, 1);
-  const uint64_t before = current_bytes(s);
+  const uint64_t before = mt_current_bytes(s);
   mixp_tensor *out = NULL;
   MT_FAILS(mixp_cross_entropy(x, tb, MIXP_REDUCTION_MEAN, -100, &out), MIXP_ERR_INVALID_ARGUMENT,
            "mixp_cross_entropy: target[3] = 3 is out of range [0, 3) and is not ignore_index (-100)");
@@ -50,7 +42,7 @@ static void test_bad_target_changes_nothing(void **state) {
   MT_FAILS(mixp_cross_entropy(x, tn, MIXP_REDUCTION_SUM, 7, &out), MIXP_ERR_INVALID_ARGUMENT,
            "mixp_cross_entropy: target[1] = -5 is out of range [0, 3) and is not ignore_index (7)");
   assert_null(out);
-  assert_int_equal(current_bytes(s), before);
+  assert_int_equal(mt_current_bytes(s), before);
   assert_no_grad(x);
   /* The same logits with valid targets still work, and their mean uses the
    * count of non-ignored targets (3 of 4). */
@@ -87,12 +79,12 @@ static void test_bad_index_changes_nothing(void **state) {
   MT_OK(mixp_tensor_set_requires_grad(wt, 1));
   const int64_t bad[6] = {0, 1, 2, 3, 4, 5};
   mixp_tensor *ib = i64_tensor(s, bad, ishape, 2), *out = NULL;
-  const uint64_t before = current_bytes(s);
+  const uint64_t before = mt_current_bytes(s);
   MT_FAILS(mixp_embedding(wt, ib, -1, &out), MIXP_ERR_INVALID_ARGUMENT,
            "mixp_embedding: indices[5] = 5 is out of range [0, 5) (flat position in indices of "
            "shape [2,3])");
   assert_null(out);
-  assert_int_equal(current_bytes(s), before);
+  assert_int_equal(mt_current_bytes(s), before);
   assert_no_grad(wt);
   mixp_tensor_release(ib);
   mixp_tensor_release(wt);

@@ -378,7 +378,15 @@ static void test_create_misuse(void **state) {
   MT_FAILS(mixp_linear_create(s, 2, -4, 1, MIXP_F32, &m), MIXP_ERR_INVALID_ARGUMENT,
            "out_features must be >= 1, got -4");
   MT_FAILS(mixp_linear_create(s, INT64_MAX / 2, 4, 1, MIXP_F32, &m), MIXP_ERR_INVALID_ARGUMENT,
-           "overflows");
+           "mixp_linear_create: the weight, in_features x out_features");
+  /* in x out fits the element limit but not the byte limit, or not int64 at all */
+  MT_FAILS(mixp_linear_create(s, (int64_t)1 << 62, 1, 1, MIXP_F32, &m), MIXP_ERR_INVALID_ARGUMENT,
+           "mixp_linear_create: the weight of 4611686018427387904 f32 elements is too large");
+  MT_FAILS(mixp_linear_create(s, 1, (int64_t)1 << 62, 1, MIXP_F32, &m), MIXP_ERR_INVALID_ARGUMENT,
+           "too large");
+  MT_FAILS(mixp_linear_create(s, INT64_MAX, 1, 1, MIXP_F32, &m), MIXP_ERR_INVALID_ARGUMENT, "too large");
+  MT_FAILS(mixp_linear_create(s, INT64_MAX, INT64_MAX, 1, MIXP_F32, &m), MIXP_ERR_INVALID_ARGUMENT,
+           "too large");
   MT_FAILS(mixp_linear_create(s, 2, 2, 2, MIXP_F32, &m), MIXP_ERR_INVALID_ARGUMENT,
            "bias must be 0 or 1, got 2");
   MT_FAILS(mixp_linear_create(s, 2, 2, 1, MIXP_I32, &m), MIXP_ERR_DTYPE,

@@ -229,7 +229,7 @@ static int count_temp_files(const char *dir, const char *stem) {
   int n = 0;
   struct dirent *e;
   while ((e = readdir(d)) != NULL)
-    if (strncmp(e->d_name, stem, strlen(stem)) == 0 && strstr(e->d_name, ".tmp.")) ++n;
+    if (strncmp(e->d_name, stem, strlen(stem)) == 0 && strstr(e->d_name, ".mixp-tmp.")) ++n;
   closedir(d);
   return n;
 }

@@ -90,6 +90,15 @@ static inline mixp_session *mt_session(void) {
   return s;
 }
 
+/* The session's tensor bytes now (mixp_memory_stats_get). */
+static inline uint64_t mt_current_bytes(mixp_session *s) {
+  mixp_memory_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  MT_OK(mixp_memory_stats_get(s, &st));
+  return st.current_bytes;
+}
+
 /* A tensor of dtype `dt` holding `vals` (doubles converted by a cast). */
 static inline mixp_tensor *mt_tensor(mixp_session *s, mixp_dtype dt, const double *vals,
                                      const int64_t *shape, int ndim) {

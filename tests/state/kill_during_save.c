@@ -4,6 +4,10 @@
  * moments, 25 times, and after each kill loads the file: it must load, and
  * be one complete version no older than the last one seen.
  *
+ * A kill during a save leaves its temporary file; the next save of the same
+ * path must remove it (the parent saves once after each such kill and
+ * checks that no temporary is left).
+ *
  *   kill_during_save DIR          (the test; exits 0 on success)
  *   kill_during_save child PATH K (internal: saves versions K, K+1, ...) */
 #include <dirent.h>
@@ -55,21 +59,26 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Saves version k over path from this process. */
+static void save_version(mixp_session *s, const char *path, long k) {
+  int64_t shape[1] = {NUMEL};
+  mixp_tensor *t = NULL;
+  CHECK(mixp_tensor_full(s, MIXP_F32, shape, 1, (double)k, &t));
+  char meta[32];
+  snprintf(meta, sizeof meta, "%ld", k);
+  mixp_state_spec spec;
+  const char *name;
+  spec_for(&spec, &t, &name, meta);
+  CHECK(mixp_state_save(s, path, &spec));
+  mixp_tensor_release(t);
+}
+
 /* Saves versions k, k+1, ... forever; writes one byte to fd 1 after the
  * first save so the parent knows the child is running. */
 static int child(const char *path, long k) {
   mixp_session *s = session();
-  int64_t shape[1] = {NUMEL};
   for (;; ++k) {
-    mixp_tensor *t = NULL;
-    CHECK(mixp_tensor_full(s, MIXP_F32, shape, 1, (double)k, &t));
-    char meta[32];
-    snprintf(meta, sizeof meta, "%ld", k);
-    mixp_state_spec spec;
-    const char *name;
-    spec_for(&spec, &t, &name, meta);
-    CHECK(mixp_state_save(s, path, &spec));
-    mixp_tensor_release(t);
+    save_version(s, path, k);
     if (write(1, "s", 1) != 1) return 1;
   }
 }
@@ -104,7 +113,7 @@ static int temp_file_exists(const char *dir, const char *base) {
   DIR *d = opendir(dir);
   if (!d) return 0;
   char stem[256];
-  snprintf(stem, sizeof stem, "%s.tmp.", base);
+  snprintf(stem, sizeof stem, "%s.mixp-tmp.", base);
   int found = 0;
   struct dirent *e;
   while (!found && (e = readdir(d)) != NULL) found = strncmp(e->d_name, stem, strlen(stem)) == 0;
@@ -112,19 +121,19 @@ static int temp_file_exists(const char *dir, const char *base) {
   return found;
 }
 
-/* Removes the temporary files killed saves left; returns how many. */
-static int sweep_temp_files(const char *dir, const char *base) {
+/* Counts the temporary files of `base` in `dir`; with `remove`, deletes them. */
+static int temp_files(const char *dir, const char *base, int remove) {
   DIR *d = opendir(dir);
   if (!d) return 0;
   int n = 0;
   struct dirent *e;
   char stem[256];
-  snprintf(stem, sizeof stem, "%s.tmp.", base);
+  snprintf(stem, sizeof stem, "%s.mixp-tmp.", base);
   while ((e = readdir(d)) != NULL) {
     if (strncmp(e->d_name, stem, strlen(stem)) != 0) continue;
     char p[1024];
     snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-    unlink(p);
+    if (remove) unlink(p);
     ++n;
   }
   closedir(d);
@@ -142,7 +151,7 @@ int main(int argc, char **argv) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", dir, base);
   unlink(path);
-  sweep_temp_files(dir, base);
+  temp_files(dir, base, 1);
 
   mixp_session *s = session();
   /* Version 0, and how long one save takes here. */
@@ -208,10 +217,19 @@ int main(int argc, char **argv) {
     newer += v > last;
     last = v;
     next = v + 1000; /* versions of the next child are distinct from this one's */
-    torn += sweep_temp_files(dir, base);
+    if (temp_files(dir, base, 0) > 0) {
+      ++torn;
+      /* The next save of the path cleans up after the killed writer. */
+      save_version(s, path, last);
+      if (temp_files(dir, base, 0) != 0) {
+        fprintf(stderr, "kill_during_save: a save left the killed writer's temporary file behind\n");
+        return 1;
+      }
+    }
   }
   printf("kill_during_save: %d kills (save takes %.1f ms here); %d hit a save in progress "
-         "(temporary file left behind); the file always loaded complete; last version %ld, "
+         "(temporary file left behind, removed by the next save); the file always loaded complete; "
+         "last version %ld, "
          "%d kills after a newer version landed\n",
          KILLS, save_s * 1e3, torn, last, newer);
   mixp_session_destroy(s);

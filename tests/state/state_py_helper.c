@@ -4,10 +4,11 @@
  *                              steps, saves DIR/fp32.safetensors and
  *                              DIR/o2.safetensors, and dumps the parameters
  *                              to DIR/fp32.txt and DIR/o2.txt
- *   state_py_helper load FILE DUMP
+ *   state_py_helper load FILE DUMP [CONFIG]
  *                              loads FILE (e.g. written by Python) into a
- *                              fresh MLP with mixp_module_load_safetensors
- *                              (strict) and dumps its parameters to DUMP
+ *                              fresh MLP (or model CONFIG) with
+ *                              mixp_module_load_safetensors (strict) and
+ *                              dumps its parameters to DUMP
  *
  * Dumps have one line per tensor: name, dtype, element count, then every
  * value as a C99 hex float (exact). */
@@ -113,9 +114,9 @@ int main(int argc, char **argv) {
     snprintf(a, sizeof a, "%s/o2.safetensors", argv[2]);
     snprintf(b, sizeof b, "%s/o2.txt", argv[2]);
     train_and_save(s, 1, a, b);
-  } else if (argc == 4 && strcmp(argv[1], "load") == 0) {
+  } else if ((argc == 4 || argc == 5) && strcmp(argv[1], "load") == 0) {
     mixp_module *m = NULL;
-    CHECK(mixp_model_create(s, CONFIG, &m));
+    CHECK(mixp_model_create(s, argc == 5 ? argv[4] : CONFIG, &m));
     if (mixp_module_load_safetensors(m, NULL, argv[2], 1) != MIXP_OK) {
       /* The Python test checks the message of a refused file. */
       printf("refused: %d %s\n", (int)mixp_last_status(), mixp_last_error());
@@ -126,7 +127,7 @@ int main(int argc, char **argv) {
     dump(m, argv[3]);
     mixp_module_destroy(m);
   } else {
-    fprintf(stderr, "usage: state_py_helper save DIR | load FILE DUMP\n");
+    fprintf(stderr, "usage: state_py_helper save DIR | load FILE DUMP [CONFIG]\n");
     return 2;
   }
   mixp_session_destroy(s);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/dnnl_error.hpp"
 #include "core/error.hpp"
 
 namespace mixp {
@@ -293,8 +294,10 @@ bool run_dnnl(CpuBackend &be, ConvCache &c, Dir dir, const Conv2dGeom &g, DType 
     if (e.out.reorder) e.out.r.execute(c.stream, out_mem, out_user);
     c.stream.wait();
   } catch (const dnnl::error &err) {
-    fail(MIXP_ERR_INTERNAL, "conv2d: oneDNN failed (", err.what(), ") for ", dtype_name(dtype), " x [", g.n, ",",
-         g.c_in, ",", g.h, ",", g.w, "] weight [", g.c_out, ",", g.c_in / g.groups, ",", g.kh, ",", g.kw, "]");
+    cpu::fail_dnnl(err, "conv2d",
+                   str(dtype_name(dtype), " x [", g.n, ",", g.c_in, ",", g.h, ",", g.w, "] weight [", g.c_out,
+                       ",", g.c_in / g.groups, ",", g.kh, ",", g.kw, "] stride (", g.stride_h, ",", g.stride_w,
+                       ") padding (", g.pad_h, ",", g.pad_w, ") dilation (", g.dil_h, ",", g.dil_w, ")"));
   }
   return true;
 }

@@ -10,7 +10,7 @@
 
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/elementwise_formulas.hpp"
-#include "core/simd.hpp"
+#include "backend/cpu/simd.hpp"
 
 namespace mixp {
 namespace {
@@ -24,8 +24,10 @@ int64_t num_chunks(int64_t n) noexcept { return (n + kChunk - 1) / kChunk; }
 // ---- unary -------------------------------------------------------------------
 
 template <class T, class F>
-MIXP_KERNEL_CLONES void map_unary_chunk(const T *x, T *y, int64_t lo, int64_t hi, F f) {
-  for (int64_t i = lo; i < hi; ++i) y[i] = store<T>(f(load<T>(x[i])));
+void map_unary_chunk(const T *x, T *y, int64_t lo, int64_t hi, F f) {
+  cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+    for (int64_t i = lo; i < hi; ++i) y[i] = store<T>(f(load<T>(x[i])));
+  });
 }
 
 // Applies f(x) over n contiguous elements, in parallel chunks.
@@ -51,14 +53,16 @@ void unary_typed(UnaryOp op, const View &xv, const View &yv, double s) {
 // gx[i] = f(x[i], y[i], gy[i]); x or y may be null when the op does not read
 // it (see the table at the top), so the loaders substitute 0 for a null one.
 template <class T, class F>
-MIXP_KERNEL_CLONES void map_unary_backward_chunk(const T *x, const T *y, const T *gy, T *gx, int64_t lo,
+void map_unary_backward_chunk(const T *x, const T *y, const T *gy, T *gx, int64_t lo,
                                                  int64_t hi, F f) {
-  using A = acc_t<T>;
-  for (int64_t i = lo; i < hi; ++i) {
-    A xv = x ? load<T>(x[i]) : A(0);
-    A yv = y ? load<T>(y[i]) : A(0);
-    gx[i] = store<T>(f(xv, yv, load<T>(gy[i])));
-  }
+  cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+    using A = acc_t<T>;
+    for (int64_t i = lo; i < hi; ++i) {
+      A xv = x ? load<T>(x[i]) : A(0);
+      A yv = y ? load<T>(y[i]) : A(0);
+      gx[i] = store<T>(f(xv, yv, load<T>(gy[i])));
+    }
+  });
 }
 
 template <class T, class F>
@@ -129,20 +133,22 @@ Geometry coalesce(const View &a, const View &b, const View &out) {
 // out[0..len) = f(a[i*sa], b[i*sb]); the common stride patterns get their own
 // loops so the compiler sees unit or zero strides and vectorises them.
 template <class T, class F>
-MIXP_KERNEL_CLONES void binary_run(const T *a, int64_t sa, const T *b, int64_t sb, T *out, int64_t len, F f) {
-  using A = acc_t<T>;
-  if (sa == 1 && sb == 1) {
-    for (int64_t i = 0; i < len; ++i) out[i] = store<T>(f(load<T>(a[i]), load<T>(b[i])));
-  } else if (sa == 1 && sb == 0) {
-    const A bv = load<T>(*b);
-    for (int64_t i = 0; i < len; ++i) out[i] = store<T>(f(load<T>(a[i]), bv));
-  } else if (sa == 0 && sb == 1) {
-    const A av = load<T>(*a);
-    for (int64_t i = 0; i < len; ++i) out[i] = store<T>(f(av, load<T>(b[i])));
-  } else {
-    for (int64_t i = 0; i < len; ++i)
-      out[i] = store<T>(f(load<T>(a[i * sa]), load<T>(b[i * sb])));
-  }
+void binary_run(const T *a, int64_t sa, const T *b, int64_t sb, T *out, int64_t len, F f) {
+  cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+    using A = acc_t<T>;
+    if (sa == 1 && sb == 1) {
+      for (int64_t i = 0; i < len; ++i) out[i] = store<T>(f(load<T>(a[i]), load<T>(b[i])));
+    } else if (sa == 1 && sb == 0) {
+      const A bv = load<T>(*b);
+      for (int64_t i = 0; i < len; ++i) out[i] = store<T>(f(load<T>(a[i]), bv));
+    } else if (sa == 0 && sb == 1) {
+      const A av = load<T>(*a);
+      for (int64_t i = 0; i < len; ++i) out[i] = store<T>(f(av, load<T>(b[i])));
+    } else {
+      for (int64_t i = 0; i < len; ++i)
+        out[i] = store<T>(f(load<T>(a[i * sa]), load<T>(b[i * sb])));
+    }
+  });
 }
 
 // Walks the flat output range [lo, hi) of geometry g: the innermost dim is a

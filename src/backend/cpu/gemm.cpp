@@ -12,7 +12,8 @@
 
 #include "backend/cpu/block_cache.hpp"
 #include "backend/cpu/cpu_backend.hpp"
-#include "core/simd.hpp"
+#include "backend/cpu/dnnl_error.hpp"
+#include "backend/cpu/simd.hpp"
 #include "core/error.hpp"
 
 namespace mixp {
@@ -63,13 +64,17 @@ void gemm_f64(const GemmArgs &g) {
 
 // Copies a strided half matrix stack into a contiguous fp32 buffer.
 template <class H>
-MIXP_KERNEL_CLONES void widen_row(const H *s, int64_t sc, float *d, int64_t cols) {
-  for (int64_t j = 0; j < cols; ++j) d[j] = load<H>(s[j * sc]);
+void widen_row(const H *s, int64_t sc, float *d, int64_t cols) {
+  cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+    for (int64_t j = 0; j < cols; ++j) d[j] = load<H>(s[j * sc]);
+  });
 }
 
 template <class H>
-MIXP_KERNEL_CLONES void narrow_row(const float *s, H *d, int64_t cols) {
-  for (int64_t j = 0; j < cols; ++j) d[j] = store<H>(s[j]);
+void narrow_row(const float *s, H *d, int64_t cols) {
+  cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+    for (int64_t j = 0; j < cols; ++j) d[j] = store<H>(s[j]);
+  });
 }
 
 template <class H>
@@ -197,8 +202,7 @@ void CpuBackend::gemm(const GemmArgs &g) {
     e.prim.execute(dnnl_->stream, args);
     dnnl_->stream.wait();
   } catch (const dnnl::error &e) {
-    fail(MIXP_ERR_INTERNAL, "gemm: oneDNN failed (", e.what(), ") for ", dtype_name(g.dtype), " m=", g.m,
-         " n=", g.n, " k=", g.k, " batch=", g.batch);
+    cpu::fail_dnnl(e, "gemm", str(dtype_name(g.dtype), " m=", g.m, " n=", g.n, " k=", g.k, " batch=", g.batch));
   }
 }
 

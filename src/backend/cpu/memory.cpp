@@ -4,7 +4,7 @@
 #include <type_traits>
 
 #include "backend/cpu/block_cache.hpp"
-#include "core/simd.hpp"
+#include "backend/cpu/simd.hpp"
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/strided.hpp"
 #include "core/error.hpp"
@@ -34,12 +34,14 @@ namespace {
 // directly, so f64 -> half never rounds twice). Other dtypes go through the
 // generic per-element path.
 template <class S, class D>
-MIXP_KERNEL_CLONES void convert_row(const S *s, int64_t ss, D *d, int64_t ds, int64_t n) {
-  if constexpr (std::is_same_v<S, double>) {
-    for (int64_t i = 0; i < n; ++i) d[i * ds] = store_double<D>(s[i * ss]);
-  } else {
-    for (int64_t i = 0; i < n; ++i) d[i * ds] = store<D>(acc_t<D>(load<S>(s[i * ss])));
-  }
+void convert_row(const S *s, int64_t ss, D *d, int64_t ds, int64_t n) {
+  cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+    if constexpr (std::is_same_v<S, double>) {
+      for (int64_t i = 0; i < n; ++i) d[i * ds] = store_double<D>(s[i * ss]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) d[i * ds] = store<D>(acc_t<D>(load<S>(s[i * ss])));
+    }
+  });
 }
 
 bool fast_copy(const View &src, const View &dst, int ndim, const int64_t *shape, int64_t *const *st,

@@ -14,7 +14,7 @@
 #include "backend/optimizer_args.hpp"
 #include "core/error.hpp"
 #include "core/fpenv.hpp"
-#include "core/simd.hpp"
+#include "backend/cpu/simd.hpp"
 
 namespace mixp {
 namespace optim {
@@ -70,26 +70,28 @@ struct AdamLoop {
   using G = std::conditional_t<kGradF32, float, T>;
   A weight, one_minus_weight, beta2, one_minus_beta2, step_size, bc2_sqrt, eps, wd, decay;
 
-  MIXP_KERNEL_CLONES void run(int64_t begin, int64_t end, T *__restrict param, float *__restrict master,
+  void run(int64_t begin, int64_t end, T *__restrict param, float *__restrict master,
            const G *__restrict grad, A *__restrict exp_avg, A *__restrict exp_avg_sq) const {
+    cpu::run_kernel([&]() MIXP_KERNEL_BODY {
 #pragma omp simd
-    for (int64_t i = begin; i < end; ++i) {
-      A p;
-      if constexpr (kMaster) p = master[i]; else p = load<T>(param[i]);
-      A g = load<G>(grad[i]);
-      if constexpr (kDecoupled) p = p * decay;
-      if constexpr (kL2) g = g + wd * p;
-      // torch.lerp's two-sided formula, which is exact at both ends.
-      A m = exp_avg[i];
-      if constexpr (kLerpLow) m = m + weight * (g - m); else m = g - (g - m) * one_minus_weight;
-      const A v = exp_avg_sq[i] * beta2 + one_minus_beta2 * g * g;
-      exp_avg[i] = m;
-      exp_avg_sq[i] = v;
-      const A denom = std::sqrt(v) / bc2_sqrt + eps;
-      const A r = p - step_size * (m / denom);
-      if constexpr (kMaster) master[i] = r;
-      param[i] = store<T>(r);
-    }
+      for (int64_t i = begin; i < end; ++i) {
+        A p;
+        if constexpr (kMaster) p = master[i]; else p = load<T>(param[i]);
+        A g = load<G>(grad[i]);
+        if constexpr (kDecoupled) p = p * decay;
+        if constexpr (kL2) g = g + wd * p;
+        // torch.lerp's two-sided formula, which is exact at both ends.
+        A m = exp_avg[i];
+        if constexpr (kLerpLow) m = m + weight * (g - m); else m = g - (g - m) * one_minus_weight;
+        const A v = exp_avg_sq[i] * beta2 + one_minus_beta2 * g * g;
+        exp_avg[i] = m;
+        exp_avg_sq[i] = v;
+        const A denom = std::sqrt(v) / bc2_sqrt + eps;
+        const A r = p - step_size * (m / denom);
+        if constexpr (kMaster) master[i] = r;
+        param[i] = store<T>(r);
+      }
+    });
   }
 };
 
