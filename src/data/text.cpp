@@ -25,7 +25,7 @@ DatasetPtr load_text(const std::string &path, int64_t block_size, const char *fn
   if (bad) fail(MIXP_ERR_IO, fn, ": cannot read '", path, "': ", std::strerror(err));
   if (int64_t(bytes.size()) <= block_size)
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": '", path, "' has ", bytes.size(),
-         " bytes; a block_size of ", block_size, " needs at least ", block_size + 1);
+         " bytes; a block_size of ", block_size, " needs more than that many");
 
   auto d = std::make_shared<DatasetData>();
   bool present[256] = {};

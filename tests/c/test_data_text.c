@@ -209,7 +209,7 @@ static void test_misuse(void **state) {
   MT_FAILS(mixp_dataset_text(s, path, 0, &d), MIXP_ERR_INVALID_ARGUMENT, "block_size must be >= 1");
   MT_FAILS(mixp_dataset_text(s, path, 4, NULL), MIXP_ERR_INVALID_ARGUMENT, "out is NULL");
   MT_FAILS(mixp_dataset_text(s, path, (int64_t)strlen(kText), &d), MIXP_ERR_INVALID_ARGUMENT,
-           "needs at least");
+           "needs more than that many");
   MT_FAILS(mixp_dataset_text(s, "/nonexistent/mixp.txt", 4, &d), MIXP_ERR_IO, "cannot open");
   const char *empty = write_temp("", 0);
   MT_FAILS(mixp_dataset_text(s, empty, 1, &d), MIXP_ERR_INVALID_ARGUMENT, "has 0 bytes");
