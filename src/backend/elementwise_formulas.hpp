@@ -10,7 +10,7 @@
 // PyTorch: relu and the hard* ops let NaN fall through to the arithmetic,
 // and their derivatives take PyTorch's one-sided choices at the kinks.
 #pragma once
-#include "backend/host_device.hpp"
+#include "backend/host_device_math.hpp"
 #include "core/op_table.hpp"
 
 namespace mixp {

@@ -18,7 +18,7 @@
 #pragma once
 #include <cstdint>
 
-#include "backend/host_device.hpp"
+#include "backend/host_device_math.hpp"
 
 namespace mixp {
 

@@ -8,11 +8,7 @@
 
 // Callable from CUDA kernels too (kernels/random.cu compiles these very
 // functions for the device).
-#if defined(__CUDACC__)
-#define MIXP_HOST_DEVICE __host__ __device__
-#else
-#define MIXP_HOST_DEVICE
-#endif
+#include "core/host_device.hpp"
 
 namespace mixp {
 

@@ -53,7 +53,7 @@ size_t size_bytes(int64_t numel, DType dtype, const char *fn, const char *what) 
   return size_t(b);
 }
 
-int64_t window_positions(int64_t in, int64_t pad, int64_t kernel, int64_t dilation, int64_t stride,
+int64_t window_positions(int64_t in, int64_t pad, int64_t kernel, int64_t dilation, int64_t &stride,
                          const char *fn, const char *axis) {
   int64_t padded = 0, span = 0;
   if (!mul_fits(pad, 2, &padded) || !add_fits(padded, in, &padded) || padded > kMaxElements)
@@ -65,7 +65,9 @@ int64_t window_positions(int64_t in, int64_t pad, int64_t kernel, int64_t dilati
   if (padded < span)
     fail(MIXP_ERR_SHAPE, who(fn), "the kernel along ", axis, " (", span,
          " with dilation) is larger than the padded input (", padded, ")");
-  return (padded - span) / stride + 1;
+  const int64_t positions = (padded - span) / stride + 1;
+  if (positions == 1) stride = padded - span + 1;
+  return positions;
 }
 
 }  // namespace mixp

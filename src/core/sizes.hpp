@@ -44,14 +44,9 @@ size_t size_bytes(int64_t numel, DType dtype, const char *fn, const char *what);
 // stride + 1. Fails with MIXP_ERR_INVALID_ARGUMENT when a term overflows
 // and with MIXP_ERR_SHAPE when the window is larger than the padded input.
 // All arguments must already be >= 0 (kernel, dilation, stride >= 1).
-int64_t window_positions(int64_t in, int64_t pad, int64_t kernel, int64_t dilation, int64_t stride,
+// With a single position any stride gives the same result, so `stride`
+// is then lowered to the smallest such one: a backend never sees a huge one.
+int64_t window_positions(int64_t in, int64_t pad, int64_t kernel, int64_t dilation, int64_t &stride,
                          const char *fn, const char *axis);
-
-// The smallest stride that leaves a single window position for the
-// arguments window_positions() accepted: any larger stride gives the same
-// output, so a backend need not see a huge one.
-inline int64_t single_window_stride(int64_t in, int64_t pad, int64_t kernel, int64_t dilation) noexcept {
-  return in + 2 * pad - (dilation * (kernel - 1) + 1) + 1;
-}
 
 }  // namespace mixp

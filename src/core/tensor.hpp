@@ -104,9 +104,12 @@ struct Shape {
   // refuses such shapes with the size limits of core/sizes.hpp.
   int64_t numel() const noexcept {
     int64_t n = 1;
-    for (int i = 0; i < ndim; ++i)
-      if (d[i] == 0 || !mul_fits(n, d[i], &n)) return d[i] == 0 ? 0 : INT64_MAX;
-    return n;
+    bool over = false;
+    for (int i = 0; i < ndim; ++i) {
+      if (d[i] == 0) return 0;
+      over = over || !mul_fits(n, d[i], &n);
+    }
+    return over ? INT64_MAX : n;
   }
   int64_t &operator[](int i) noexcept { return d[i]; }
   int64_t operator[](int i) const noexcept { return d[i]; }

@@ -108,13 +108,11 @@ TensorPtr conv2d(const TensorPtr &x_in, const TensorPtr &w_in, const TensorPtr &
          shape_str(*bias));
   g.oh = window_positions(g.h, g.pad_h, g.kh, g.dil_h, g.stride_h, fn, "H");
   g.ow = window_positions(g.w, g.pad_w, g.kw, g.dil_w, g.stride_w, fn, "W");
-  // Any stride that leaves one output position gives the same result, and
-  // so does any dilation of a one-tap kernel: valid requests with huge values
-  // are brought to the smallest equivalent ones the backends handle.
+  // Any dilation of a one-tap kernel gives the same result (as any stride
+  // of a single position does: window_positions lowers it): a huge one,
+  // valid, becomes the 1 the backends handle.
   if (g.kh == 1) g.dil_h = 1;
   if (g.kw == 1) g.dil_w = 1;
-  if (g.oh == 1) g.stride_h = single_window_stride(g.h, g.pad_h, g.kh, g.dil_h);
-  if (g.ow == 1) g.stride_w = single_window_stride(g.w, g.pad_w, g.kw, g.dil_w);
 
   TensorPtr xc = contiguous(detach(*x)), wc = contiguous(detach(*w));
   TensorPtr bc = bias ? contiguous(detach(*bias)) : TensorPtr();

@@ -47,13 +47,6 @@ void input_geometry(const char *fn, const Tensor &x, mixp_layout layout, Pool2dG
   g.w = x.shape[g.nhwc ? 2 : 3];
 }
 
-// Any stride that leaves one window position gives the same result: a huge
-// one (a valid request) becomes the smallest equivalent one.
-void normalise_window(Pool2dGeom &g) {
-  if (g.oh == 1) g.stride_h = single_window_stride(g.h, g.pad_h, g.kh, 1);
-  if (g.ow == 1) g.stride_w = single_window_stride(g.w, g.pad_w, g.kw, 1);
-}
-
 // Runs the kernel on x and records the backward pass.
 TensorPtr run_pool(OpScope &scope, const TensorPtr &x, const Pool2dGeom &g) {
   Session *s = scope.session();
@@ -109,7 +102,6 @@ TensorPtr window_pool(PoolKind kind, OpId op, const TensorPtr &x_in, const mixp_
   g.count_include_pad = o.count_include_pad != 0;
   g.oh = window_positions(g.h, g.pad_h, g.kh, 1, g.stride_h, fn, "H");
   g.ow = window_positions(g.w, g.pad_w, g.kw, 1, g.stride_w, fn, "W");
-  normalise_window(g);
   return run_pool(scope, x, g);
 }
 

@@ -97,7 +97,7 @@ const KernelChoice &kernel_choice() noexcept {
 
 }  // namespace
 
-KernelIsa kernel_isa() noexcept { return kernel_choice().isa; }
+const KernelIsa detail::g_kernel_isa = kernel_choice().isa;
 const char *kernel_isa_note() noexcept { return kernel_choice().note; }
 
 const char *kernel_isa_name(KernelIsa isa) noexcept {

@@ -5,8 +5,8 @@
 // slower than f32 in SSE2 code, because converting 16-bit floats needs wide
 // integer ops.
 //
-// MIXP_CPU_KERNELS=baseline|avx2|avx512 caps the version (read once, at
-// the first kernel), so that every version can be tested on a CPU that has
+// MIXP_CPU_KERNELS=baseline|avx2|avx512 caps the version (read once, when
+// the library loads), so that every version can be tested on a CPU that has
 // the largest; mixp_build_info() says which one runs. Results are bitwise
 // identical across versions (a CTest checks it): the library is compiled
 // with -ffp-contract=off (CMakeLists.txt; g++ contracts a*b+c into an FMA in
@@ -22,9 +22,16 @@ namespace mixp::cpu {
 
 enum class KernelIsa { baseline, avx2, avx512 };
 
+namespace detail {
+// Chosen by cpu_features.cpp's static initialiser; a plain load for the
+// kernels, which dispatch once per row. (Zero-initialised, it reads
+// baseline before then.)
+extern const KernelIsa g_kernel_isa;
+}  // namespace detail
+
 // The version the kernels run (the best this CPU has, capped by
-// MIXP_CPU_KERNELS), chosen once; and its name ("baseline", "avx2", "avx512").
-KernelIsa kernel_isa() noexcept;
+// MIXP_CPU_KERNELS); and its name ("baseline", "avx2", "avx512").
+inline KernelIsa kernel_isa() noexcept { return detail::g_kernel_isa; }
 const char *kernel_isa_name(KernelIsa isa) noexcept;
 // What chose it, for build info: "avx2 (MIXP_CPU_KERNELS=avx2)" or "avx2".
 const char *kernel_isa_note() noexcept;

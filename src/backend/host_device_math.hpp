@@ -1,16 +1,11 @@
-// Code written once for both backends: functions marked MIXP_HOST_DEVICE
-// compile for the host (the CPU backend) and, under nvcc, for the device (the
-// CUDA backend), so the two evaluate the same formulas in the same order.
-// The math helpers pick the host's libm or the device's, each overloaded for
-// float and double like <cmath>.
+// Math for code written once for both backends (core/host_device.hpp):
+// the helpers pick the host's libm or the device's, each overloaded for
+// float and double like <cmath>, so the two backends evaluate the same
+// formulas in the same order.
 #pragma once
 #include <cmath>
 
-#if defined(__CUDACC__)
-#define MIXP_HOST_DEVICE __host__ __device__
-#else
-#define MIXP_HOST_DEVICE
-#endif
+#include "core/host_device.hpp"
 
 namespace mixp::hd {
 
