@@ -64,16 +64,16 @@ def gradchecked(root):
         if "mt_gradcheck(" not in text:
             continue
         funcs = functions(text)
-        todo = [m.group(1) for m in MT_FN.finditer(text)]
+        pending = [m.group(1) for m in MT_FN.finditer(text)]
         seen = set()
-        while todo:
-            f = todo.pop()
+        while pending:
+            f = pending.pop()
             if f in seen or f not in funcs:
                 continue
             seen.add(f)
             body = funcs[f]
             reached.update(re.findall(r"\bmixp_\w+", body))
-            todo.extend(c for c in re.findall(r"\b(\w+)\s*\(", body) if c in funcs)
+            pending.extend(c for c in re.findall(r"\b(\w+)\s*\(", body) if c in funcs)
     return reached
 
 
