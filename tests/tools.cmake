@@ -32,6 +32,13 @@ add_test(NAME cpu_kernel_versions_bitwise_equal
   COMMAND ${CMAKE_COMMAND} -DTRAIN=$<TARGET_FILE:mixp-train> -DWORK=${CMAKE_CURRENT_BINARY_DIR}/kernel_isa
           -P ${CMAKE_CURRENT_SOURCE_DIR}/kernel_isa_parity.cmake)
 set_tests_properties(cpu_kernel_versions_bitwise_equal PROPERTIES TIMEOUT 300)
+# mixp-train names the CPU's units and each precision's path, and says once
+# when the requested half type cannot be faster than fp32: with oneDNN held
+# to AVX2 no CPU has a bf16 unit in use, on every machine.
+add_test(NAME mixp_train_names_precision_paths
+  COMMAND sh -c "ONEDNN_MAX_CPU_ISA=AVX2 \"$0\" --data synthetic --hidden 8 --epochs 1 --limit-train 256 --limit-test 64 --compare >out_paths.txt 2>&1 || exit 1; grep -q '^cpu: .*; fp32: oneDNN on AVX2/FMA; bf16: .*(not faster than fp32); f16: ' out_paths.txt || exit 1; test \"$(grep -c 'cannot be faster than O0' out_paths.txt)\" -eq 1"
+          $<TARGET_FILE:mixp-train>)
+set_tests_properties(mixp_train_names_precision_paths PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR} TIMEOUT 120)
 add_test(NAME mixp_train_help COMMAND mixp-train --help)
 set_tests_properties(mixp_train_help PROPERTIES PASS_REGULAR_EXPRESSION "usage: mixp-train")
 
@@ -124,4 +131,15 @@ if(TARGET mixp-op-table)
   set_tests_properties(mixp_op_table_help PROPERTIES PASS_REGULAR_EXPRESSION "usage: mixp-op-table")
   add_test(NAME mixp_op_table_bad_flag
     COMMAND sh -c "\"$0\" --bogus >/dev/null 2>&1; test $? -eq 2" $<TARGET_FILE:mixp-op-table>)
+endif()
+
+# mixp-bench's CPU workloads run end to end (one timed step each, no
+# PyTorch), and an interpreter without torch 2.x is refused in words rather
+# than compared against.
+if(TARGET mixp-bench)
+  add_test(NAME mixp_bench_cpu_smoke
+    COMMAND sh -c "\"$0\" --steps 1 --python /bin/false > bench.txt 2>&1 || exit 1; for w in 'gemm 1024' 'mlp 784-256-128-10' 'cnn (1x28x28' 'resnet18 (3x32x32)' 'gpt (4 layers'; do grep -qF \"$w\" bench.txt || { echo \"missing $w\"; cat bench.txt; exit 1; }; done; grep -q 'PyTorch reference not run: /bin/false has no torch >= 2.0' bench.txt || exit 1; test \"$(grep -c '^mixp O2 f16' bench.txt)\" -eq 4"
+            $<TARGET_FILE:mixp-bench>)
+  set_tests_properties(mixp_bench_cpu_smoke PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR} TIMEOUT 300
+                       FAIL_REGULAR_EXPRESSION "failed:")
 endif()

@@ -347,7 +347,7 @@ static void bench_fmnist(mixp_session *s, int quick) {
 static void run_torch(const char *python, const char *script, const char *device, const char *only,
                       int quick) {
   char cmd[2048];
-  snprintf(cmd, sizeof cmd, "%s '%s' --device '%s'%s%s%s", python, script, device,
+  snprintf(cmd, sizeof cmd, "'%s' '%s' --device '%s'%s%s%s", python, script, device,
            only ? " --only " : "", only ? only : "", quick ? " --quick" : "");
   FILE *p = popen(cmd, "r");
   if (!p) return;
@@ -363,7 +363,7 @@ static void run_torch(const char *python, const char *script, const char *device
   pclose(p);
 }
 
-static void print_table(int torch_ran) {
+static void print_table(int torch_wanted, int torch_found) {
   printf("%-36s | %-26s | %-26s | %s\n", "workload", "mixp", "torch", "mixp vs torch");
   printf("%.36s-|-%.26s-|-%.26s-|-%s\n", "------------------------------------------------",
          "------------------------------------------------",
@@ -388,7 +388,9 @@ static void print_table(int torch_ran) {
     }
     printf("%-36s | %-26s | %-26s | %s\n", r->name, mv, tv, ratio);
   }
-  if (!torch_ran) printf("(PyTorch reference not run: --no-torch)\n");
+  if (!torch_wanted) printf("(PyTorch reference not run: --no-torch)\n");
+  else if (!torch_found)
+    printf("(PyTorch reference not run: no python with torch >= 2.0; pass --python or MIXP_BENCH_PYTHON)\n");
 }
 
 static void gpu_usage(FILE *f) {
@@ -396,11 +398,12 @@ static void gpu_usage(FILE *f) {
           "usage: mixp-bench --device cuda[:N] [--only gemm|adamw|mlp-launch|fmnist]... [--quick]\n"
           "                  [--python PATH] [--torch-script PATH] [--no-torch]\n"
           "GPU workloads beside their PyTorch references (bench/torch/gpu_workloads.py),\n"
-          "run with PATH (default: python3 from PATH, which must import torch 2.x with CUDA).\n");
+          "run with PATH (default: $MIXP_BENCH_PYTHON, else the first python3 on PATH whose\n"
+          "torch is 2.x or later; it needs CUDA).\n");
 }
 
 int bench_gpu_main(int argc, char **argv) {
-  const char *device = "cuda", *python = "python3", *script = MIXP_BENCH_GPU_TORCH_SCRIPT;
+  const char *device = "cuda", *python = NULL, *script = MIXP_BENCH_GPU_TORCH_SCRIPT;
   int quick = 0, use_torch = 1, want[4] = {0, 0, 0, 0}, any = 0;
   static const char *names[4] = {"gemm", "adamw", "mlp-launch", "fmnist"};
   for (int i = 1; i < argc; ++i) {
@@ -444,10 +447,12 @@ int bench_gpu_main(int argc, char **argv) {
       fflush(stdout);
     }
   mixp_session_destroy(s);
-  if (use_torch) {
+  char found[1024];
+  const char *py = use_torch ? bench_find_python(python, found, sizeof found) : NULL;
+  if (py) {
     for (int k = 0; k < 4; ++k)
-      if (want[k]) run_torch(python, script, device, names[k], quick);
+      if (want[k]) run_torch(py, script, device, names[k], quick);
   }
-  print_table(use_torch);
+  print_table(use_torch, py != NULL);
   return 0;
 }

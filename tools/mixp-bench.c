@@ -2,14 +2,17 @@
  * references, and prints one table with the ratios (performance is measured
  * here, never asserted in a unit test).
  *
- *   mixp-bench [--threads N] [--steps N] [--batch N] [--torch-script PATH | --no-torch]
+ *   mixp-bench [--workload NAME]... [--threads N] [--steps N] [--batch N]
+ *              [--python PATH | --no-torch]
  *
  * Workloads (CPU):
- *   gemm      1024^3 matrix product, f32 and bf16, GFLOP/s
- *   mlp-step  the Fashion-MNIST MLP (784-256-128-10, AdamW) training step:
+ *   gemm      1024^3 matrix product, f32, bf16 and f16, GFLOP/s
+ *   mlp, cnn, resnet18, gpt
+ *             training steps of zoo models (AdamW, cross-entropy) under
  *             O0 (fp32), O1 bf16 (autocast), O2 bf16 (decorate + fp32 master
- *             weights), O2 f16 (+ dynamic loss scaling); samples/s, compared
- *             with bench/torch/mlp_step.py (fp32 and bf16 autocast).
+ *             weights), O2 f16 (+ dynamic loss scaling); samples/s, beside
+ *             identical PyTorch models (bench/torch/cpu_workloads.py, fp32
+ *             and bf16 autocast) measured in the same run.
  *
  * With --device cuda[:N] the GPU workloads run instead (mixp-bench-gpu.c). */
 #define _POSIX_C_SOURCE 200809L
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mixp/mixp.h"
 #include "mixp-bench.h"
@@ -33,12 +37,6 @@ static double median(double *v, int n) {
   qsort(v, (size_t)n, sizeof *v, cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
-
-typedef struct result {
-  char name[48];
-  double value; /* samples/s or GFLOP/s */
-  double step_us;
-} result;
 
 static mixp_session *new_session(int threads) {
   mixp_session_options o;
@@ -71,13 +69,72 @@ static double bench_gemm(int threads, mixp_dtype dt, int reps) {
   return 2.0 * 1024 * 1024 * 1024 / med * 1e-9;
 }
 
-typedef enum mode { MODE_O0, MODE_O1_BF16, MODE_O2_BF16, MODE_O2_F16 } mode;
+typedef enum mode { MODE_O0, MODE_O1_BF16, MODE_O2_BF16, MODE_O2_F16, MODE_COUNT } mode;
+static const char *const k_mode_keys[MODE_COUNT] = {"o0", "o1-bf16", "o2-bf16", "o2-f16"};
+static const char *const k_mode_names[MODE_COUNT] = {"mixp O0 (fp32)", "mixp O1 bf16 (autocast)",
+                                                     "mixp O2 bf16 (decorate)",
+                                                     "mixp O2 f16 (decorate + scaler)"};
 
-/* One MLP training configuration; returns the median step time in seconds. */
-static double bench_mlp(int threads, int batch, int steps, mode m) {
+/* The training workloads. Each has an identical PyTorch model in
+ * bench/torch/cpu_workloads.py (same layers, parameter count printed by both
+ * sides), the same input shapes, AdamW and cross-entropy. */
+typedef struct workload {
+  const char *key;   /* --workload and the torch script's name */
+  const char *spec;  /* mixp_model_create */
+  const char *title; /* table heading */
+  int64_t item[3];   /* one sample: [784], [C, H, W], or [T] tokens */
+  int item_ndim;
+  int64_t vocab; /* > 0: token input, one target per token */
+  int batch, steps, warmup;
+} workload;
+
+static const workload k_workloads[] = {
+    {"mlp", "mlp in=784 hidden=256,128 classes=10", "mlp 784-256-128-10", {784}, 1, 0, 128, 200, 20},
+    {"cnn", "cnn in_channels=1 image_size=28 classes=10", "cnn (1x28x28, 2 conv blocks)", {1, 28, 28}, 3, 0,
+     128, 40, 5},
+    {"resnet18", "resnet depth=18 in_channels=3 classes=10", "resnet18 (3x32x32)", {3, 32, 32}, 3, 0, 32, 30,
+     5},
+    {"gpt", "gpt n_layer=4 n_head=4 n_embd=128 vocab=65 block_size=64", "gpt (4 layers, 128 wide, T=64)",
+     {64}, 1, 65, 16, 40, 5},
+};
+#define NUM_WORKLOADS ((int)(sizeof k_workloads / sizeof k_workloads[0]))
+
+static int64_t count_parameters(mixp_module *model) {
+  int64_t n = 0;
+  for (int i = 0; i < mixp_module_num_parameters(model); ++i) {
+    mixp_tensor *p = NULL;
+    CHECK(mixp_module_parameter(model, i, &p));
+    n += mixp_tensor_numel(p);
+    mixp_tensor_release(p);
+  }
+  return n;
+}
+
+/* Random inputs and targets of one batch (the step's cost does not depend
+ * on the values). */
+static void make_batch(mixp_session *s, const workload *w, int batch, mixp_tensor **x, mixp_tensor **y) {
+  int64_t shape[4] = {batch, 0, 0, 0};
+  int64_t per = 1;
+  for (int d = 0; d < w->item_ndim; ++d) shape[d + 1] = w->item[d], per *= w->item[d];
+  const int64_t ntargets = w->vocab > 0 ? batch * per : batch;
+  int64_t *labels = malloc(sizeof(int64_t) * (size_t)ntargets);
+  const int64_t classes = w->vocab > 0 ? w->vocab : 10;
+  for (int64_t i = 0; i < ntargets; ++i) labels[i] = (i * 7 + 3) % classes;
+  if (w->vocab > 0) {
+    CHECK(mixp_tensor_from_host(s, labels, sizeof(int64_t) * (size_t)ntargets, MIXP_I64, shape, 2, x));
+  } else {
+    CHECK(mixp_tensor_randn(s, MIXP_F32, shape, w->item_ndim + 1, x));
+  }
+  CHECK(mixp_tensor_from_host(s, labels, sizeof(int64_t) * (size_t)ntargets, MIXP_I64, &ntargets, 1, y));
+  free(labels);
+}
+
+/* One training configuration; returns the median step time in seconds. */
+static double bench_model(const workload *w, int threads, int batch, int steps, mode m, int64_t *params_out) {
   mixp_session *s = new_session(threads);
   mixp_module *model = NULL;
-  CHECK(mixp_model_create(s, "mlp in=784 hidden=256,128 classes=10", &model));
+  CHECK(mixp_model_create(s, w->spec, &model));
+  if (params_out) *params_out = count_parameters(model);
   int np = mixp_module_num_parameters(model);
   mixp_tensor **params = calloc((size_t)np, sizeof *params);
   for (int i = 0; i < np; ++i) CHECK(mixp_module_parameter(model, i, &params[i]));
@@ -104,22 +161,20 @@ static double bench_mlp(int threads, int batch, int steps, mode m) {
   ao.dtype = low;
   ao.level = m == MODE_O1_BF16 ? MIXP_AMP_O1 : MIXP_AMP_O2;
 
-  int64_t xs[2] = {batch, 784}, ys[1] = {batch};
   mixp_tensor *x = NULL, *y = NULL;
-  CHECK(mixp_tensor_randn(s, MIXP_F32, xs, 2, &x));
-  int64_t *labels = malloc(sizeof(int64_t) * (size_t)batch);
-  for (int i = 0; i < batch; ++i) labels[i] = i % 10;
-  CHECK(mixp_tensor_from_host(s, labels, sizeof(int64_t) * (size_t)batch, MIXP_I64, ys, 1, &y));
-  free(labels);
-
-  const int warmup = 20;
+  make_batch(s, w, batch, &x, &y);
+  const int warmup = w->warmup;
   double *t = malloc(sizeof(double) * (size_t)steps);
   for (int i = 0; i < warmup + steps; ++i) {
     double t0 = bench_now();
-    mixp_tensor *logits = NULL, *loss = NULL, *scaled = NULL;
+    mixp_tensor *logits = NULL, *flat = NULL, *loss = NULL, *scaled = NULL;
     if (m != MODE_O0) CHECK(mixp_autocast_push(s, &ao));
     CHECK(mixp_module_forward(model, x, &logits));
-    CHECK(mixp_cross_entropy(logits, y, MIXP_REDUCTION_MEAN, MIXP_IGNORE_INDEX_DEFAULT, &loss));
+    if (w->vocab > 0) {
+      const int64_t shape[2] = {-1, w->vocab};
+      CHECK(mixp_reshape(logits, shape, 2, &flat));
+    }
+    CHECK(mixp_cross_entropy(flat ? flat : logits, y, MIXP_REDUCTION_MEAN, MIXP_IGNORE_INDEX_DEFAULT, &loss));
     if (m != MODE_O0) CHECK(mixp_autocast_pop(s));
     CHECK(mixp_optimizer_zero_grad(opt));
     if (scaler) {
@@ -132,6 +187,7 @@ static double bench_mlp(int threads, int batch, int steps, mode m) {
       CHECK(mixp_optimizer_step(opt));
     }
     mixp_tensor_release(logits);
+    mixp_tensor_release(flat);
     mixp_tensor_release(loss);
     mixp_tensor_release(scaled);
     if (i >= warmup) t[i - warmup] = bench_now() - t0;
@@ -149,47 +205,121 @@ static double bench_mlp(int threads, int batch, int steps, mode m) {
   return med;
 }
 
-/* Runs the PyTorch reference script and reads its JSON lines. */
-static int run_torch(const char *script, int threads, int batch, int steps, result *out, int max) {
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' --threads %d --batch %d --steps %d 2>/dev/null",
-           script, threads, batch, steps);
+/* ---- the PyTorch side ------------------------------------------------------ */
+
+/* Whether `python` imports torch 2.x or later (Debian's python3-torch is
+ * 1.13, whose fp32 path is OpenBLAS: it would flatter mixp). */
+static int has_torch2(const char *python) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd,
+           "'%s' -c 'import sys, torch; sys.exit(int(torch.__version__.split(\".\")[0]) < 2)' >/dev/null 2>&1",
+           python);
+  return system(cmd) == 0;
+}
+
+const char *bench_find_python(const char *given, char *buf, size_t size) {
+  if (given && *given) return has_torch2(given) ? given : NULL;
+  const char *env = getenv("MIXP_BENCH_PYTHON");
+  if (env && *env) return has_torch2(env) ? env : NULL;
+  const char *path = getenv("PATH");
+  if (!path) return NULL;
+  /* The first python3 on PATH whose torch is 2.x. */
+  while (*path) {
+    const char *end = strchr(path, ':');
+    const size_t len = end ? (size_t)(end - path) : strlen(path);
+    if (len > 0 && len + 9 < size && !memchr(path, '\'', len)) {
+      snprintf(buf, size, "%.*s/python3", (int)len, path);
+      if (access(buf, X_OK) == 0 && has_torch2(buf)) return buf;
+    }
+    path += len + (end ? 1 : 0);
+  }
+  return NULL;
+}
+
+typedef struct torch_result {
+  double fp32, bf16; /* samples/s; 0 when not measured */
+  int64_t params;
+  char version[32];
+} torch_result;
+
+static double json_number(const char *line, const char *key) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\": ", key);
+  const char *p = strstr(line, pat);
+  return p ? atof(p + strlen(pat)) : 0.0;
+}
+
+/* Runs the PyTorch twin of one workload and reads its JSON lines. */
+static void run_torch(const char *python, const char *script, const workload *w, int threads, int batch,
+                      int steps, torch_result *out) {
+  memset(out, 0, sizeof *out);
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "'%s' '%s' --workload %s --threads %d --batch %d --steps %d --warmup %d 2>/dev/null",
+           python, script, w->key, threads, batch, steps, w->warmup);
   FILE *p = popen(cmd, "r");
-  if (!p) return 0;
+  if (!p) return;
   char line[512];
-  int n = 0;
-  while (n < max && fgets(line, sizeof line, p)) {
-    char name[48];
-    double sps = 0, us = 0;
-    const char *a = strstr(line, "\"name\": \""), *b = strstr(line, "\"samples_per_sec\": "),
-               *c = strstr(line, "\"step_us\": ");
-    if (!a || !b || !c) continue;
-    if (sscanf(a + 9, "%47[^\"]", name) != 1) continue;
-    sps = atof(b + 19);
-    us = atof(c + 11);
-    snprintf(out[n].name, sizeof out[n].name, "%s", name);
-    out[n].value = sps;
-    out[n].step_us = us;
-    ++n;
+  while (fgets(line, sizeof line, p)) {
+    const char *v = strstr(line, "\"torch\": \"");
+    if (v) sscanf(v + 10, "%31[^\"]", out->version);
+    if (strstr(line, "\"name\": \"torch-fp32\"")) out->fp32 = json_number(line, "samples_per_sec");
+    if (strstr(line, "\"name\": \"torch-bf16-autocast\"")) out->bf16 = json_number(line, "samples_per_sec");
+    if (strstr(line, "\"params\": ")) out->params = (int64_t)json_number(line, "params");
   }
   pclose(p);
-  return n;
+}
+
+/* ---- the table ----------------------------------------------------------------- */
+
+static void run_workload(const workload *w, int threads, int batch, int steps, const char *python,
+                         const char *script) {
+  double sps[MODE_COUNT], us[MODE_COUNT];
+  int64_t params = 0;
+  for (int m = 0; m < MODE_COUNT; ++m) {
+    const double med = bench_model(w, threads, batch, steps, (mode)m, m == 0 ? &params : NULL);
+    sps[m] = batch / med;
+    us[m] = med * 1e6;
+  }
+  torch_result t;
+  memset(&t, 0, sizeof t);
+  if (python) run_torch(python, script, w, threads, batch, steps, &t);
+  printf("%s, batch %d, AdamW: %lld parameters", w->title, batch, (long long)params);
+  if (t.params > 0) printf(" (PyTorch twin: %lld%s)", (long long)t.params, t.params == params ? "" : " DIFFERENT");
+  printf("\n%-34s %12s %12s %12s %10s\n", "", "samples/s", "us/step", "vs mixp O0", "vs torch");
+  for (int m = 0; m < MODE_COUNT; ++m) {
+    /* fp32 against torch fp32, the low-precision modes against its bf16 autocast. */
+    const double tv = m == MODE_O0 ? t.fp32 : t.bf16;
+    char vs[32] = "n/a";
+    if (tv > 0) snprintf(vs, sizeof vs, "%.2fx", sps[m] / tv);
+    printf("%-34s %12.0f %12.1f %11.2fx %10s\n", k_mode_names[m], sps[m], us[m], sps[m] / sps[0], vs);
+  }
+  if (t.fp32 > 0) printf("%-34s %12.0f %12.1f %11.2fx\n", "torch fp32", t.fp32, batch / t.fp32 * 1e6, t.fp32 / sps[0]);
+  if (t.bf16 > 0)
+    printf("%-34s %12.0f %12.1f %11.2fx\n", "torch bf16 autocast", t.bf16, batch / t.bf16 * 1e6, t.bf16 / sps[0]);
+  printf("\n");
+  fflush(stdout);
 }
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: mixp-bench [--threads N] [--steps N] [--batch N] [--torch-script PATH] [--no-torch]\n"
+          "usage: mixp-bench [--workload mlp|cnn|resnet18|gpt|gemm]... [--threads N] [--steps N] [--batch N]\n"
+          "                  [--python PATH | --no-torch] [--torch-script PATH]\n"
           "                  [--only o0|o1-bf16|o2-bf16|o2-f16] [--device cpu]\n"
           "       mixp-bench --device cuda[:N] ... (GPU workloads; --device cuda --help)\n"
-          "Measures mixp workloads beside their PyTorch references in the same run.\n");
+          "Measures mixp's training steps under O0/O1/O2 beside identical PyTorch models\n"
+          "(bench/torch/cpu_workloads.py, fp32 and bf16 autocast) in the same run.\n"
+          "PyTorch is run with --python PATH, else $MIXP_BENCH_PYTHON, else the first\n"
+          "python3 on PATH whose torch is 2.x or later (e.g. a venv: pip install torch).\n"
+          "--batch and --steps override every workload's defaults; --only runs one mode of\n"
+          "one workload without PyTorch (for profilers).\n");
 }
-
 
 int main(int argc, char **argv) {
   for (int i = 1; i + 1 < argc; ++i)
     if (!strcmp(argv[i], "--device") && !strncmp(argv[i + 1], "cuda", 4)) return bench_gpu_main(argc, argv);
-  int threads = 2, steps = 200, batch = 128, use_torch = 1, only = -1;
-  const char *script = MIXP_BENCH_TORCH_SCRIPT;
+  int threads = 2, steps = 0, batch = 0, use_torch = 1, only = -1, want_gemm = 0, any = 0;
+  int want[NUM_WORKLOADS] = {0};
+  const char *script = MIXP_BENCH_TORCH_SCRIPT, *python_flag = NULL;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -204,10 +334,22 @@ int main(int argc, char **argv) {
       steps = atoi(v), ++i;
     } else if (v && !strcmp(a, "--batch")) {
       batch = atoi(v), ++i;
+    } else if (v && !strcmp(a, "--workload")) {
+      int k = 0;
+      while (k < NUM_WORKLOADS && strcmp(v, k_workloads[k].key)) ++k;
+      if (k < NUM_WORKLOADS) {
+        want[k] = 1;
+      } else if (!strcmp(v, "gemm")) {
+        want_gemm = 1;
+      } else {
+        fprintf(stderr, "mixp-bench: --workload takes mlp, cnn, resnet18, gpt or gemm, not '%s'\n", v);
+        return 2;
+      }
+      any = 1;
+      ++i;
     } else if (v && !strcmp(a, "--only")) {
-      static const char *keys[] = {"o0", "o1-bf16", "o2-bf16", "o2-f16"};
-      for (int k = 0; k < 4; ++k)
-        if (!strcmp(v, keys[k])) only = k;
+      for (int k = 0; k < MODE_COUNT; ++k)
+        if (!strcmp(v, k_mode_keys[k])) only = k;
       if (only < 0) {
         fprintf(stderr, "mixp-bench: --only takes o0, o1-bf16, o2-bf16 or o2-f16, not '%s'\n", v);
         return 2;
@@ -215,6 +357,8 @@ int main(int argc, char **argv) {
       ++i;
     } else if (v && !strcmp(a, "--torch-script")) {
       script = v, ++i;
+    } else if (v && !strcmp(a, "--python")) {
+      python_flag = v, ++i;
     } else if (v && !strcmp(a, "--device")) {
       if (strcmp(v, "cpu") != 0) {
         fprintf(stderr, "mixp-bench: --device takes cpu or cuda[:N], not '%s'\n", v);
@@ -227,50 +371,49 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (threads < 1 || steps < 1 || batch < 1) {
-    fprintf(stderr, "mixp-bench: --threads, --steps and --batch must be >= 1\n");
+  if (threads < 1 || steps < 0 || batch < 0) {
+    fprintf(stderr, "mixp-bench: --threads must be >= 1, --steps and --batch >= 1 (0: the workload's default)\n");
     return 2;
   }
-  printf("mixp-bench: %s\nthreads=%d batch=%d steps=%d\n\n", mixp_build_info(), threads, batch, steps);
+  if (!any) {
+    want_gemm = 1;
+    for (int k = 0; k < NUM_WORKLOADS; ++k) want[k] = 1;
+  }
+  printf("mixp-bench: %s\nthreads=%d\n\n", mixp_build_info(), threads);
 
   if (only >= 0) {
-    /* One configuration only, for profilers: no table, no reference. */
-    const double med = bench_mlp(threads, batch, steps, (mode)only);
-    printf("mlp-step mode %d: %.0f samples/s, %.1f us/step\n", only, batch / med, med * 1e6);
+    /* One mode of one workload, for profilers: no table, no reference. */
+    int k = 0;
+    while (k < NUM_WORKLOADS && !want[k]) ++k;
+    if (k == NUM_WORKLOADS) k = 0;
+    const workload *w = &k_workloads[k];
+    const int b = batch ? batch : w->batch;
+    const double med = bench_model(w, threads, b, steps ? steps : w->steps, (mode)only, NULL);
+    printf("%s %s: %.0f samples/s, %.1f us/step\n", w->key, k_mode_keys[only], b / med, med * 1e6);
     return 0;
   }
-  printf("%-34s %12s %12s\n", "gemm 1024^3", "GFLOP/s", "");
-  printf("%-34s %12.1f\n", "mixp f32", bench_gemm(threads, MIXP_F32, 20));
-  printf("%-34s %12.1f\n\n", "mixp bf16", bench_gemm(threads, MIXP_BF16, 20));
-
-  static const char *names[] = {"mixp O0 (fp32)", "mixp O1 bf16 (autocast)", "mixp O2 bf16 (decorate)",
-                                "mixp O2 f16 (decorate + scaler)"};
-  result r[8];
-  for (int m = 0; m < 4; ++m) {
-    double med = bench_mlp(threads, batch, steps, (mode)m);
-    snprintf(r[m].name, sizeof r[m].name, "%s", names[m]);
-    r[m].step_us = med * 1e6;
-    r[m].value = batch / med;
+  char found[1024];
+  const char *python = use_torch ? bench_find_python(python_flag, found, sizeof found) : NULL;
+  if (use_torch && !python)
+    printf("(PyTorch reference not run: %s has no torch >= 2.0; make a venv with `pip install torch` and pass "
+           "--python or MIXP_BENCH_PYTHON)\n\n",
+           python_flag ? python_flag : getenv("MIXP_BENCH_PYTHON") ? getenv("MIXP_BENCH_PYTHON") : "no python3 on PATH");
+  if (want_gemm) {
+    printf("%-34s %12s\n", "gemm 1024^3", "GFLOP/s");
+    printf("%-34s %12.1f\n", "mixp f32", bench_gemm(threads, MIXP_F32, 20));
+    printf("%-34s %12.1f\n", "mixp bf16", bench_gemm(threads, MIXP_BF16, 20));
+    printf("%-34s %12.1f\n\n", "mixp f16", bench_gemm(threads, MIXP_F16, 20));
   }
-  result t[4];
-  int nt = use_torch ? run_torch(script, threads, batch, steps, t, 4) : 0;
-  printf("%-34s %12s %12s %14s %14s\n", "mlp-step (784-256-128-10, AdamW)", "samples/s", "us/step",
-         "vs mixp O0", "vs torch");
-  for (int m = 0; m < 4; ++m) {
-    /* Compare fp32 with torch fp32 and the low-precision modes with torch's bf16 autocast. */
-    const char *ref = m == 0 ? "torch-fp32" : "torch-bf16-autocast";
-    double tv = 0;
-    for (int k = 0; k < nt; ++k)
-      if (!strcmp(t[k].name, ref)) tv = t[k].value;
-    char vs_torch[32] = "n/a";
-    if (tv > 0) snprintf(vs_torch, sizeof vs_torch, "%.2fx", r[m].value / tv);
-    printf("%-34s %12.0f %12.1f %13.2fx %14s\n", r[m].name, r[m].value, r[m].step_us, r[m].value / r[0].value,
-           vs_torch);
+  for (int k = 0; k < NUM_WORKLOADS; ++k)
+    if (want[k])
+      run_workload(&k_workloads[k], threads, batch ? batch : k_workloads[k].batch,
+                   steps ? steps : k_workloads[k].steps, python, script);
+  if (python) {
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "'%s' -c 'import torch; print(\"PyTorch\", torch.__version__, \"from\", torch.__file__)'",
+             python);
+    fflush(stdout);
+    if (system(cmd) != 0) printf("(could not print the PyTorch version)\n");
   }
-  for (int k = 0; k < nt; ++k)
-    printf("%-34s %12.0f %12.1f %13.2fx %14s\n", t[k].name, t[k].value, t[k].step_us, t[k].value / r[0].value,
-           "1.00x");
-  if (use_torch && nt == 0)
-    printf("(PyTorch reference not run: /usr/bin/python3 with torch not found; apt-get install python3-torch)\n");
   return 0;
 }

@@ -25,6 +25,12 @@ static inline double bench_now(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* The interpreter that runs the PyTorch references: `given` (--python) if
+ * set, else $MIXP_BENCH_PYTHON, else the first python3 on PATH whose torch
+ * is 2.x or later; NULL when the chosen one has no torch >= 2.0. May return
+ * buf (size bytes). */
+const char *bench_find_python(const char *given, char *buf, size_t size);
+
 /* The --device cuda[:N] workloads (mixp-bench-gpu.c). */
 int bench_gpu_main(int argc, char **argv);
 

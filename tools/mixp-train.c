@@ -74,7 +74,10 @@ static mixp_session *open_session(const args *a) {
   CHECK(mixp_session_create(&so, &s));
   printf("mixp %s | device: %s | threads: %d\n", mixp_version(), mixp_session_device(s),
          mixp_session_num_threads(s));
-  if (mixp_session_device_note(s)[0]) printf("note: %s\n", mixp_session_device_note(s));
+  /* A CPU session's note describes the CPU ("cpu: <units>; fp32: ...; bf16:
+   * ...; f16: ..."), a CUDA session's the GPU. */
+  const char *note = mixp_session_device_note(s);
+  if (note[0]) printf("%s%s\n", strncmp(note, "cpu: ", 5) == 0 ? "" : "note: ", note);
   return s;
 }
 
@@ -132,7 +135,19 @@ static mixp_grad_scaler *make_scaler(mixp_session *s, const args *a) {
   return sc;
 }
 
-static void describe_precision(const args *a, const mixp_grad_scaler *scaler) {
+/* Whether the session's device note says that `dtype` cannot beat fp32 here
+ * (the note's documented "<dtype>: <path> (not faster than fp32)" part). */
+static int low_precision_not_faster(const mixp_session *s, mixp_dtype dtype) {
+  char key[16];
+  snprintf(key, sizeof key, "; %s: ", dtype == MIXP_F16 ? "f16" : "bf16");
+  const char *part = strstr(mixp_session_device_note(s), key);
+  if (!part) return 0;
+  const char *end = strchr(part + 2, ';');
+  const char *slow = strstr(part, "(not faster than fp32)");
+  return slow && (!end || slow < end);
+}
+
+static void describe_precision(const args *a, const mixp_session *s, const mixp_grad_scaler *scaler) {
   static const char *const scaler_modes[] = {"auto", "dynamic", "static", "off"};
   printf("precision: %s | loss scale: %s", amp_name(a), scaler_modes[mixp_grad_scaler_mode(scaler)]);
   if (a->clip_norm > 0) printf(" | clip norm %g", a->clip_norm);
@@ -140,6 +155,14 @@ static void describe_precision(const args *a, const mixp_grad_scaler *scaler) {
   if (a->check_numerics != MIXP_NUMERICS_OFF)
     printf(" | check numerics: %s", a->check_numerics == MIXP_NUMERICS_WARN ? "warn" : "error");
   printf("\n");
+  static int said;  /* once per process, --compare included */
+  if (a->amp_level != MIXP_AMP_O0 && !said && low_precision_not_faster(s, a->amp_dtype)) {
+    const char *d = a->amp_dtype == MIXP_F16 ? "f16" : "bf16";
+    printf("note: this cpu has no %s matrix unit in use, so %s products are computed in fp32: %s keeps its numerics "
+           "and memory savings here but cannot be faster than O0 (see the cpu line above)\n",
+           d, d, amp_name(a));
+    said = 1;
+  }
   fflush(stdout);
 }
 
@@ -171,7 +194,7 @@ static void setup(run_ctx *r, const args *a) {
     CHECK(mixp_amp_decorate(r->m.zoo, t->opt, &d));
   }
   t->scaler = make_scaler(r->s, a);
-  describe_precision(a, t->scaler);
+  describe_precision(a, r->s, t->scaler);
   t->amp_on = a->amp_level != MIXP_AMP_O0;
   mixp_autocast_options_init(&t->autocast);
   t->autocast.level = a->amp_level;

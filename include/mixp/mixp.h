@@ -232,11 +232,15 @@ MIXP_API void mixp_session_destroy(mixp_session *session);
 MIXP_API const char *mixp_session_device(const mixp_session *session);
 
 /**
- * A human-readable note on how the device was chosen: for a CUDA session the
- * GPU's description (name, sm_XY, memory, driver, runtime and library
- * versions); for "auto" which device it picked and, when it fell back to the
- * CPU, why (e.g. "device 'auto': cuda is unavailable, using cpu: no GPU/driver:
- * ..."). "" when there is nothing to say.
+ * A human-readable note on the device: for a CUDA session the GPU's
+ * description (name, sm_XY, memory, driver, runtime and library versions);
+ * for a CPU session the CPU's: its relevant units and how each precision's
+ * matrix products run, in the form "cpu: AVX2 FMA F16C ...; fp32: <path>;
+ * bf16: <path> (faster than fp32); f16: <path> (not faster than fp32)" (the
+ * "(faster|not faster than fp32)" endings are stable, for programs that
+ * want to warn that a half type cannot speed this CPU up). For "auto" it
+ * first says which device it picked and, when it fell back to the CPU, why
+ * (e.g. "device 'auto': cuda is unavailable, using cpu: no GPU/driver: ...").
  * @param session The session.
  * @return A string borrowed from the session, valid while it lives.
  */

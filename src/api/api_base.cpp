@@ -2,7 +2,7 @@
 #include <string>
 
 #include "api/api_common.hpp"
-#include "backend/cpu/cpu_features.hpp"
+#include "backend/cpu/precision_paths.hpp"
 #include "backend/cpu/simd.hpp"
 #include "build_config.h"
 
@@ -25,14 +25,9 @@ int mixp_version_number(void) { return MIXP_VERSION_NUMBER; }
 const char *mixp_build_info(void) {
   // Built once; function-local statics are initialised thread-safely.
   static const std::string info = [] {
-    const mixp::cpu::CpuFeatures &f = mixp::cpu::cpu_features();
-    std::string s = std::string("mixp ") + mixp_version() + " (commit " MIXP_GIT_COMMIT ", " MIXP_COMPILER
-                    "); cpu: " + mixp::cpu::cpu_units(f) + "; cpu kernels: " + mixp::cpu::kernel_isa_note() +
-                    "; cpu backend: oneDNN matmul + OpenMP; bf16 matmul on ";
-    if (f.amx_bf16) s += "AMX-BF16";
-    else if (f.avx512_bf16) s += "AVX512-BF16";
-    else s += "no bf16 unit on this cpu (oneDNN emulates it in fp32, same rounding)";
-    s += "; f16 computed in fp32 with identical rounding (oneDNN 2.6 has no f16 matmul); cuda backend: ";
+    std::string s = std::string("mixp ") + mixp_version() + " (commit " MIXP_GIT_COMMIT ", " MIXP_COMPILER "); " +
+                    mixp::cpu::describe_cpu() + "; cpu kernels: " + mixp::cpu::kernel_isa_note() +
+                    "; cpu backend: oneDNN + OpenMP; cuda backend: ";
     const std::string archs = MIXP_CUDA_ARCHS;
     if (archs.empty())
       s += std::string("not built (CUDA toolkit found at configure time: ") + MIXP_CUDA_TOOLKIT_FOUND + ")";

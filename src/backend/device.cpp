@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/precision_paths.hpp"
 #include "backend/loader.hpp"
 #include "core/error.hpp"
 
@@ -53,7 +54,11 @@ OpenedDevice open_device(const char *device, const char *fn) {
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": unknown device '", dev,
          "' (expected \"cpu\", \"cuda\", \"cuda:N\" or \"auto\")");
   }
-  if (!d.backend) d.backend = std::make_unique<CpuBackend>();
+  if (!d.backend) {
+    d.backend = std::make_unique<CpuBackend>();
+    // A CPU session describes its CPU as a CUDA session its GPU.
+    d.note = d.note.empty() ? cpu::describe_cpu() : d.note + "; " + cpu::describe_cpu();
+  }
   return d;
 }
 

@@ -2,6 +2,8 @@
  * naive double loops written here (every float dtype, both layouts,
  * overlapping windows, padding, count_include_pad), F64 gradient checks,
  * first-maximum gradient routing, NCHW/NHWC equivalence, and misuse. */
+#include <math.h>
+
 #include "test_util.h"
 
 #define SENTINEL ((mixp_tensor *)(uintptr_t)0x3a7)
@@ -239,6 +241,38 @@ static void test_max_first_maximum(void **state) {
   }
 }
 
+/* NaN wins its window (the first NaN), else the first maximum, in the
+ * full-width windows that run across a row at once as in the edge ones. */
+static void test_max_nan_and_ties_across_a_row(void **state) {
+  mixp_session *s = *state;
+  const mixp_dtype dts[2] = {MIXP_F32, MIXP_BF16};
+  for (int d = 0; d < 2; ++d) {
+    /* [1, 1, 2, 8]; 2x2 windows, stride 2: columns {0,1} {2,3} {4,5} {6,7}. */
+    const double xv[16] = {1, 3, 0, NAN, 2, 0, 9, 0,  /* row 0 */
+                           0, 0, 5, 0,   0, 2, 0, NAN}; /* row 1 */
+    const int64_t xs[4] = {1, 1, 2, 8};
+    mixp_tensor *x = mt_tensor(s, dts[d], xv, xs, 4), *y = NULL, *l = NULL, *g = NULL;
+    MT_OK(mixp_tensor_set_requires_grad(x, 1));
+    mixp_pool2d_options o;
+    mixp_pool2d_options_init(&o);
+    o.kernel_h = o.kernel_w = 2;
+    MT_OK(mixp_max_pool2d(x, &o, &y));
+    double *yv = mt_values(y);
+    assert_true(yv[0] == 3 && isnan(yv[1]) && yv[2] == 2 && isnan(yv[3]));
+    free(yv);
+    MT_OK(mixp_sum(y, NULL, 0, 0, &l));
+    MT_OK(mixp_backward(l, NULL));
+    MT_OK(mixp_tensor_grad(x, &g));
+    double *gv = mt_values(g);
+    const double want[16] = {0, 1, 0, 1, 1, 0, 0, 0,  /* the NaN, not the later 5; the first 2 */
+                             0, 0, 0, 0, 0, 0, 0, 1}; /* the NaN, not the earlier 9 */
+    mt_assert_close(gv, want, 16, 0, 0);
+    free(gv);
+    mixp_tensor *all[4] = {x, y, l, g};
+    for (int i = 0; i < 4; ++i) mixp_tensor_release(all[i]);
+  }
+}
+
 /* Pooling NHWC data equals pooling the NCHW data, permuted. */
 static void test_nchw_nhwc_equivalence(void **state) {
   mixp_session *s = *state;
@@ -382,6 +416,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_gradcheck_f64, setup, teardown),
       cmocka_unit_test_setup_teardown(test_backward_other_dtypes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_max_first_maximum, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_max_nan_and_ties_across_a_row, setup, teardown),
       cmocka_unit_test_setup_teardown(test_nchw_nhwc_equivalence, setup, teardown),
       cmocka_unit_test_setup_teardown(test_misuse_window_pools, setup, teardown),
       cmocka_unit_test_setup_teardown(test_misuse_adaptive, setup, teardown),

@@ -55,6 +55,20 @@ static void test_create_cpu(void **state) {
   mixp_session *s = make("cpu", 1, 7);
   assert_string_equal(mixp_session_device(s), "cpu");
   assert_int_equal(mixp_session_num_threads(s), 1);
+  /* The note describes the CPU and the path of each precision, each ending
+   * in the documented "(faster|not faster than fp32)". */
+  const char *note = mixp_session_device_note(s);
+  const char *parts[] = {"cpu: ", "; fp32: ", "; bf16: ", "; f16: "};
+  for (int i = 0; i < 4; ++i)
+    if (!strstr(note, parts[i])) {
+      print_error("cpu device note \"%s\" lacks \"%s\"\n", note, parts[i]);
+      fail();
+    }
+  const char *bf = strstr(note, "; bf16: ");
+  const char *f16 = strstr(note, "; f16: ");
+  assert_true(bf < f16);
+  assert_true(strstr(bf, "than fp32)") < f16);
+  assert_non_null(strstr(f16, "than fp32)"));
   mixp_session_destroy(s);
 }
 

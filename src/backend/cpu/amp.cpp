@@ -12,6 +12,7 @@
 
 #include "backend/loss_scale_rule.hpp"
 #include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/simd.hpp"
 
 namespace mixp {
 namespace {
@@ -26,16 +27,37 @@ int32_t &scalar_i32(const View &v) noexcept { return *static_cast<int32_t *>(v.d
 
 // Multiplies n contiguous elements of one gradient by `factor` in its
 // compute type; returns whether any element was non-finite beforehand.
+// x - x is 0 for every finite x and NaN otherwise: a test without a branch,
+// so the loops vectorise (std::isfinite does not).
+template <class T>
+bool check_and_scale_chunk(T *p, int64_t n, acc_t<T> f, bool multiply) {
+  int bad = 0;
+  cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+    using A = acc_t<T>;
+    if (multiply) {
+      for (int64_t i = 0; i < n; ++i) {
+        const A v = load<T>(p[i]);
+        bad |= !(v - v == A(0));
+        p[i] = store<T>(v * f);
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        const A v = load<T>(p[i]);
+        bad |= !(v - v == A(0));
+      }
+    }
+  });
+  return bad != 0;
+}
+
 template <class T>
 bool check_and_scale(T *p, int64_t n, float factor, bool multiply) {
-  using A = acc_t<T>;
-  const A f = A(factor);
+  const int64_t chunks = (n + kParallelMin - 1) / kParallelMin;
   bool bad = false;
-#pragma omp parallel for schedule(static) reduction(|| : bad) if (n >= kParallelMin)
-  for (int64_t i = 0; i < n; ++i) {
-    const A v = load<T>(p[i]);
-    if (!std::isfinite(v)) bad = true;
-    if (multiply) p[i] = store<T>(v * f);
+#pragma omp parallel for schedule(static) reduction(|| : bad) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t lo = c * kParallelMin;
+    if (check_and_scale_chunk(p + lo, std::min(n - lo, kParallelMin), acc_t<T>(factor), multiply)) bad = true;
   }
   return bad;
 }

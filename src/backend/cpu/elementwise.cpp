@@ -50,27 +50,28 @@ void unary_typed(UnaryOp op, const View &xv, const View &yv, double s) {
   });
 }
 
-// gx[i] = f(x[i], y[i], gy[i]); x or y may be null when the op does not read
-// it (see the table at the top), so the loaders substitute 0 for a null one.
-template <class T, class F>
-void map_unary_backward_chunk(const T *x, const T *y, const T *gy, T *gx, int64_t lo,
-                                                 int64_t hi, F f) {
+// gx[i] = f(x[i], y[i], gy[i]), reading only the saved value the formula
+// names (core/ops.def); the other is passed as 0. The choice is a template
+// argument so that the loop has no branch and vectorises.
+template <Reads R, class T, class F>
+void map_unary_backward_chunk(const T *saved, const T *gy, T *gx, int64_t lo, int64_t hi, F f) {
   cpu::run_kernel([&]() MIXP_KERNEL_BODY {
     using A = acc_t<T>;
     for (int64_t i = lo; i < hi; ++i) {
-      A xv = x ? load<T>(x[i]) : A(0);
-      A yv = y ? load<T>(y[i]) : A(0);
+      const A s = R == Reads::None ? A(0) : load<T>(saved[i]);
+      const A xv = R == Reads::Input ? s : A(0);
+      const A yv = R == Reads::Output ? s : A(0);
       gx[i] = store<T>(f(xv, yv, load<T>(gy[i])));
     }
   });
 }
 
-template <class T, class F>
-void map_unary_backward(const T *x, const T *y, const T *gy, T *gx, int64_t n, F f) {
+template <Reads R, class T, class F>
+void map_unary_backward(const T *saved, const T *gy, T *gx, int64_t n, F f) {
   const int64_t chunks = num_chunks(n);
 #pragma omp parallel for schedule(static) if (chunks > 1)
   for (int64_t c = 0; c < chunks; ++c)
-    map_unary_backward_chunk(x, y, gy, gx, c * kChunk, std::min(n, (c + 1) * kChunk), f);
+    map_unary_backward_chunk<R>(saved, gy, gx, c * kChunk, std::min(n, (c + 1) * kChunk), f);
 }
 
 // The op layer saves only the forward value the formula reads and passes
@@ -79,15 +80,14 @@ template <class T>
 void unary_backward_typed(UnaryOp op, const View &xv, const View &yv, const View &gyv,
                           const View &gxv, double s) {
   using A = acc_t<T>;
-  const T *x = static_cast<const T *>(xv.data);
-  const T *y = static_cast<const T *>(yv.data);
   const T *gy = static_cast<const T *>(gyv.data);
   T *gx = static_cast<T *>(gxv.data);
   const A sa = A(s);
   with_unary_formula(op, [&](auto formula) {
     using F = decltype(formula);
-    map_unary_backward(x, y, gy, gx, gxv.numel(),
-                       [sa](A xx, A yy, A g) { return F::backward(xx, yy, g, sa); });
+    const T *saved = static_cast<const T *>(F::reads == Reads::Input ? xv.data : yv.data);
+    map_unary_backward<F::reads>(saved, gy, gx, gxv.numel(),
+                                 [sa](A xx, A yy, A g) { return F::backward(xx, yy, g, sa); });
   });
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/simd.hpp"
 #include "core/error.hpp"
 
 namespace mixp {
@@ -48,40 +49,111 @@ inline Window window(const Pool2dGeom &g, int64_t i, int64_t j) {
 }
 
 // A NaN in a window wins (the first one), as in PyTorch; otherwise the first
-// maximum.
+// maximum. (v != v is isnan without a call, so the loops can use selects.)
 template <class A>
 inline bool takes_max(A v, A m) {
-  return v > m || (std::isnan(v) && !std::isnan(m));
+  return v > m || (v != v && m == m);
+}
+
+// A cell's window is the product of its row's and its column's, so both
+// are computed once per call instead of once per output element.
+struct Windows {
+  std::vector<Window> rows, cols;
+  explicit Windows(const Pool2dGeom &g) : rows(size_t(g.oh)), cols(size_t(g.ow)) {
+    for (int64_t i = 0; i < g.oh; ++i) rows[size_t(i)] = window(g, i, 0);
+    for (int64_t j = 0; j < g.ow; ++j) cols[size_t(j)] = window(g, 0, j);
+  }
+  Window at(const Pool2dGeom &g, int64_t i, int64_t j) const {
+    const Window &r = rows[size_t(i)], &c = cols[size_t(j)];
+    if (g.kind == PoolKind::AdaptiveAvg || !g.count_include_pad)
+      return {r.h0, r.h1, c.w0, c.w1, double((r.h1 - r.h0) * (c.w1 - c.w0))};
+    return window(g, i, j);  // the divisor counts padding: rare, keep the one definition
+  }
+};
+
+// Max over one output row of one plane. Columns whose window lies whole
+// inside the input (all but the padded edges) are done a window offset at a
+// time across the row, so the loop runs on vectors with selects instead of
+// a mispredicted branch per element; the visiting order within each window
+// stays row-major, so the first maximum (or NaN) still wins.
+template <class T>
+MIXP_KERNEL_BODY inline void max_row_nchw(const Pool2dGeom &g, const Windows &win, const T *xp, int64_t i, T *y, int64_t *idx,
+                  acc_t<T> *m, int64_t *arg) {
+  using A = acc_t<T>;
+  const Window &r = win.rows[size_t(i)];
+  int64_t lo = 0, hi = g.ow;  // [lo, hi): full windows, stepping stride_w
+  while (lo < g.ow && win.cols[size_t(lo)].w0 != lo * g.stride_w - g.pad_w) ++lo;
+  while (hi > lo && win.cols[size_t(hi - 1)].w1 != (hi - 1) * g.stride_w - g.pad_w + g.kw) --hi;
+  for (int64_t j = 0; j < g.ow; ++j) {
+    m[j] = -std::numeric_limits<A>::infinity();
+    arg[j] = r.h0 * g.w + win.cols[size_t(j)].w0;
+  }
+  // Locals, not g's fields: the stores to m and arg could alias g as far
+  // as the compiler knows, which keeps the loop scalar.
+  const int64_t width = g.w, sw = g.stride_w, kw = g.kw, pw = g.pad_w, ow = g.ow;
+  A *__restrict mx = m;
+  int64_t *__restrict ax = arg;
+  for (int64_t h = r.h0; h < r.h1; ++h) {
+    const T *row = xp + h * width;
+    const int64_t base = h * width;
+    for (int64_t dw = 0; dw < kw; ++dw) {
+      const int64_t first = lo * sw - pw + dw;
+      for (int64_t j = lo; j < hi; ++j) {
+        const int64_t w = first + (j - lo) * sw;
+        const A v = load<T>(row[w]);
+        const bool t = takes_max(v, mx[j]);
+        mx[j] = t ? v : mx[j];
+        ax[j] = t ? base + w : ax[j];
+      }
+    }
+    for (int64_t j = 0; j < ow; ++j) {
+      if (j == lo && hi > lo) j = hi;  // the full windows are done
+      if (j >= ow) break;
+      const Window &c = win.cols[size_t(j)];
+      for (int64_t w = c.w0; w < c.w1; ++w) {
+        const A v = load<T>(row[w]);
+        const bool t = takes_max(v, mx[j]);
+        mx[j] = t ? v : mx[j];
+        ax[j] = t ? base + w : ax[j];
+      }
+    }
+  }
+  for (int64_t j = 0; j < g.ow; ++j) {
+    y[j] = store<T>(m[j]);
+    idx[j] = arg[j];
+  }
 }
 
 template <class T>
 void forward_nchw(const Pool2dGeom &g, const T *x, T *y, int64_t *idx) {
   using A = acc_t<T>;
   const int64_t planes = g.n * g.c, in_sz = g.h * g.w, out_sz = g.oh * g.ow;
-#pragma omp parallel for schedule(static)
-  for (int64_t p = 0; p < planes; ++p) {
-    const T *xp = x + p * in_sz;
-    for (int64_t i = 0; i < g.oh; ++i)
-      for (int64_t j = 0; j < g.ow; ++j) {
-        const Window wd = window(g, i, j);
-        const int64_t o = p * out_sz + i * g.ow + j;
-        if (g.kind == PoolKind::Max) {
-          A m = -std::numeric_limits<A>::infinity();
-          int64_t arg = wd.h0 * g.w + wd.w0;
-          for (int64_t h = wd.h0; h < wd.h1; ++h)
-            for (int64_t w = wd.w0; w < wd.w1; ++w) {
-              const A v = load<T>(xp[h * g.w + w]);
-              if (takes_max(v, m)) m = v, arg = h * g.w + w;
-            }
-          y[o] = store<T>(m);
-          idx[o] = arg;
-        } else {
-          A s = 0;
-          for (int64_t h = wd.h0; h < wd.h1; ++h)
-            for (int64_t w = wd.w0; w < wd.w1; ++w) s += load<T>(xp[h * g.w + w]);
-          y[o] = store<T>(A(s / A(wd.div)));
+  const Windows win(g);
+#pragma omp parallel
+  {
+    std::vector<A> m(size_t(g.ow));
+    std::vector<int64_t> arg(size_t(g.ow));
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < planes; ++p) {
+      const T *xp = x + p * in_sz;
+      cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+        for (int64_t i = 0; i < g.oh; ++i) {
+          const int64_t o = p * out_sz + i * g.ow;
+          if (g.kind == PoolKind::Max) {
+            max_row_nchw(g, win, xp, i, y + o, idx + o, m.data(), arg.data());
+            continue;
+          }
+          const Window &r = win.rows[size_t(i)];
+          for (int64_t j = 0; j < g.ow; ++j) {
+            const Window &c = win.cols[size_t(j)];
+            A s = 0;
+            for (int64_t h = r.h0; h < r.h1; ++h)
+              for (int64_t w = c.w0; w < c.w1; ++w) s += load<T>(xp[h * g.w + w]);
+            y[o + j] = store<T>(A(s / A(win.at(g, i, j).div)));
+          }
         }
-      }
+      });
+    }
   }
 }
 
@@ -134,6 +206,7 @@ template <class T>
 void backward_nchw(const Pool2dGeom &g, const T *gy, const int64_t *idx, T *gx) {
   using A = acc_t<T>;
   const int64_t planes = g.n * g.c, in_sz = g.h * g.w, out_sz = g.oh * g.ow;
+  const Windows win(g);
 #pragma omp parallel
   {
     std::vector<A> buf(static_cast<size_t>(in_sz));
@@ -148,7 +221,7 @@ void backward_nchw(const Pool2dGeom &g, const T *gy, const int64_t *idx, T *gx) 
             buf[size_t(idx[p * out_sz + i * g.ow + j])] += v;
             continue;
           }
-          const Window wd = window(g, i, j);
+          const Window wd = win.at(g, i, j);
           const A share = v / A(wd.div);
           for (int64_t h = wd.h0; h < wd.h1; ++h)
             for (int64_t w = wd.w0; w < wd.w1; ++w) buf[size_t(h * g.w + w)] += share;
