@@ -37,13 +37,13 @@ bool check_and_scale_chunk(T *p, int64_t n, acc_t<T> f, bool multiply) {
     if (multiply) {
       for (int64_t i = 0; i < n; ++i) {
         const A v = load<T>(p[i]);
-        bad |= !(v - v == A(0));
+        bad |= std::isunordered(v - v, A(0));
         p[i] = store<T>(v * f);
       }
     } else {
       for (int64_t i = 0; i < n; ++i) {
         const A v = load<T>(p[i]);
-        bad |= !(v - v == A(0));
+        bad |= std::isunordered(v - v, A(0));
       }
     }
   });

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/lane_sums.hpp"
+#include "backend/host_device_math.hpp"
 #include "core/error.hpp"
 
 namespace mixp {
@@ -123,6 +125,70 @@ void max_dim_impl(const T *x, int64_t outer, int64_t n, int64_t inner, T *values
       indices[oi] = arg[j];
       if (values) values[oi] = xb[arg[j] * inner + j];  // the element itself, bit for bit
     }
+  }
+}
+
+// Softmax over the last dim (inner == 1, attention's and the loss's case):
+// each row is contiguous, so its max, exp and sum run along it in vectors;
+// the sum in lanes (lane_sums.hpp) keeps it independent of the kernel
+// version. The strided loops below would run one element wide here.
+template <class T>
+void softmax_rows(const T *x, int64_t rows, int64_t n, bool log, T *y) {
+  using A = acc_t<T>;
+#pragma omp parallel for schedule(static) if (rows * n >= kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) {
+    cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+      const T *__restrict xr = x + r * n;
+      T *__restrict yr = y + r * n;
+      A lane[8];
+      for (int l = 0; l < 8; ++l) lane[l] = -std::numeric_limits<A>::infinity();
+      int64_t k = 0;  // any NaN makes the row NaN
+      for (; k + 8 <= n; k += 8)
+        for (int l = 0; l < 8; ++l) {
+          const A v = load<T>(xr[k + l]);
+          lane[l] = (v > lane[l] || std::isunordered(v, v)) ? v : lane[l];
+        }
+      for (int l = 0; k < n; ++k, ++l) {
+        const A v = load<T>(xr[k]);
+        lane[l] = (v > lane[l] || std::isunordered(v, v)) ? v : lane[l];
+      }
+      A mx = lane[0];
+      for (int l = 1; l < 8; ++l) mx = (lane[l] > mx || std::isunordered(lane[l], lane[l])) ? lane[l] : mx;
+      double sum;
+      cpu::lane_sums<1>(n, [&](int64_t k, double *v) { v[0] = double(hd::exp(A(load<T>(xr[k]) - mx))); }, &sum);
+      if (log) {
+        const double lse = std::log(sum);
+        for (int64_t k = 0; k < n; ++k) yr[k] = store_double<T>(double(load<T>(xr[k]) - mx) - lse);
+      } else {
+        const double inv = 1.0 / sum;
+        for (int64_t k = 0; k < n; ++k) yr[k] = store_double<T>(double(hd::exp(A(load<T>(xr[k]) - mx))) * inv);
+      }
+    });
+  }
+}
+
+template <class T>
+void softmax_rows_backward(const T *y, const T *gy, int64_t rows, int64_t n, bool log, T *gx) {
+#pragma omp parallel for schedule(static) if (rows * n >= kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) {
+    cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+      const T *__restrict yr = y + r * n, *__restrict gr = gy + r * n;
+      T *__restrict gxr = gx + r * n;
+      // softmax: gx = y (gy - sum gy*y); log_softmax: gx = gy - exp(y) sum gy.
+      double s;
+      if (log) cpu::lane_sums<1>(n, [&](int64_t k, double *v) { v[0] = double(load<T>(gr[k])); }, &s);
+      else
+        cpu::lane_sums<1>(n, [&](int64_t k, double *v) { v[0] = double(load<T>(gr[k])) * double(load<T>(yr[k])); }, &s);
+      if (log) {
+        for (int64_t k = 0; k < n; ++k)
+          gxr[k] = store_double<T>(double(load<T>(gr[k])) - std::exp(double(load<T>(yr[k]))) * s);
+        return;
+      }
+      for (int64_t k = 0; k < n; ++k) {
+        const double yv = double(load<T>(yr[k]));
+        gxr[k] = store_double<T>(yv * (double(load<T>(gr[k])) - s));
+      }
+    });
   }
 }
 
@@ -293,7 +359,8 @@ void CpuBackend::softmax(const View &x, int64_t outer, int64_t n, int64_t inner,
   require_float_view(x, "softmax", "x");
   dispatch_float(x.dtype, [&](auto tag) {
     using T = decltype(tag);
-    softmax_impl(static_cast<const T *>(x.data), outer, n, inner, log, static_cast<T *>(y.data));
+    if (inner == 1) softmax_rows(static_cast<const T *>(x.data), outer, n, log, static_cast<T *>(y.data));
+    else softmax_impl(static_cast<const T *>(x.data), outer, n, inner, log, static_cast<T *>(y.data));
   });
 }
 
@@ -302,8 +369,12 @@ void CpuBackend::softmax_backward(const View &y, const View &gy, int64_t outer, 
   require_float_view(y, "softmax_backward", "y");
   dispatch_float(y.dtype, [&](auto tag) {
     using T = decltype(tag);
-    softmax_backward_impl(static_cast<const T *>(y.data), static_cast<const T *>(gy.data), outer,
-                          n, inner, log, static_cast<T *>(gx.data));
+    if (inner == 1)
+      softmax_rows_backward(static_cast<const T *>(y.data), static_cast<const T *>(gy.data), outer, n, log,
+                            static_cast<T *>(gx.data));
+    else
+      softmax_backward_impl(static_cast<const T *>(y.data), static_cast<const T *>(gy.data), outer,
+                            n, inner, log, static_cast<T *>(gx.data));
   });
 }
 
