@@ -6,6 +6,7 @@
 #include <cstring>
 #include <dnnl.hpp>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -30,6 +31,20 @@ struct CpuBackend::Dnnl {
   };
   std::map<Key, Entry> cache;
   bool bf16_unavailable = false;  // learnt once: this CPU has no bf16 matmul
+  // fp32 copies of a widened product's operands, kept between calls: fresh
+  // vectors cost a zero fill and, above the allocator's mmap threshold, page
+  // faults on every call. (A session is used by one thread at a time.)
+  struct Scratch {
+    std::unique_ptr<float[]> data;
+    size_t capacity = 0;
+    float *get(size_t n) {
+      if (n > capacity) {
+        data.reset(new float[n]);  // not value-initialised: every element is written before it is read
+        capacity = n;
+      }
+      return data.get();
+    }
+  } widened[4];  // a, b, c, bias
 };
 
 CpuBackend::CpuBackend() : dnnl_(std::make_unique<Dnnl>()), blocks_(std::make_unique<cpu::BlockCache>()) {}
@@ -79,43 +94,45 @@ void narrow_row(const float *s, H *d, int64_t cols) {
 
 template <class H>
 void widen(const void *src, int64_t batch, int64_t rows, int64_t cols, int64_t sb, int64_t sr, int64_t sc,
-           std::vector<float> &out) {
-  out.resize(size_t(batch * rows * cols));
+           float *out) {
   const H *s = static_cast<const H *>(src);
 #pragma omp parallel for schedule(static) if (batch * rows * cols > 32768)
   for (int64_t r = 0; r < batch * rows; ++r) {
     const int64_t b = r / rows, i = r % rows;
-    widen_row(s + b * sb + i * sr, sc, out.data() + r * cols, cols);
-  }
-}
-
-// A half-precision product computed as fp32 and rounded once: for F16 (no
-// oneDNN 2.6 f16 matmul) and for BF16 on CPUs without a bf16 unit.
-template <class H>
-void gemm_widened(CpuBackend &be, const GemmArgs &g) {
-  std::vector<float> a32, b32, c32;
-  widen<H>(g.a, g.a_batch ? g.batch : 1, g.m, g.k, g.a_batch, g.a_rs, g.a_cs, a32);
-  widen<H>(g.b, g.b_batch ? g.batch : 1, g.k, g.n, g.b_batch, g.b_rs, g.b_cs, b32);
-  if (g.beta != 0.0f) widen<H>(g.c, g.batch, g.m, g.n, g.c_batch, g.c_rs, 1, c32);
-  else c32.resize(size_t(g.batch * g.m * g.n));
-  std::vector<float> bias32;
-  if (g.bias) widen<H>(g.bias, 1, 1, g.n, 0, 0, 1, bias32);
-  GemmArgs w = g;
-  w.bias = g.bias ? bias32.data() : nullptr;
-  w.dtype = MIXP_F32;
-  w.a = a32.data(); w.a_batch = g.a_batch ? g.m * g.k : 0; w.a_rs = g.k; w.a_cs = 1;
-  w.b = b32.data(); w.b_batch = g.b_batch ? g.k * g.n : 0; w.b_rs = g.n; w.b_cs = 1;
-  w.c = c32.data(); w.c_batch = g.m * g.n; w.c_rs = g.n;
-  be.gemm(w);
-  H *c = static_cast<H *>(g.c);
-#pragma omp parallel for schedule(static) if (g.batch * g.m * g.n > 32768)
-  for (int64_t r = 0; r < g.batch * g.m; ++r) {
-    const int64_t b = r / g.m, i = r % g.m;
-    narrow_row(c32.data() + r * g.n, c + b * g.c_batch + i * g.c_rs, g.n);
+    widen_row(s + b * sb + i * sr, sc, out + r * cols, cols);
   }
 }
 
 }  // namespace
+
+// A half-precision product computed as fp32 and rounded once: for F16 (no
+// oneDNN 2.6 f16 matmul) and for BF16 on CPUs without a bf16 unit.
+template <class H>
+void CpuBackend::gemm_widened(const GemmArgs &g) {
+  auto &buf = dnnl_->widened;
+  const int64_t ab = g.a_batch ? g.batch : 1, bb = g.b_batch ? g.batch : 1;
+  float *a32 = buf[0].get(size_t(ab * g.m * g.k));
+  float *b32 = buf[1].get(size_t(bb * g.k * g.n));
+  float *c32 = buf[2].get(size_t(g.batch * g.m * g.n));
+  widen<H>(g.a, ab, g.m, g.k, g.a_batch, g.a_rs, g.a_cs, a32);
+  widen<H>(g.b, bb, g.k, g.n, g.b_batch, g.b_rs, g.b_cs, b32);
+  if (g.beta != 0.0f) widen<H>(g.c, g.batch, g.m, g.n, g.c_batch, g.c_rs, 1, c32);
+  float *bias32 = g.bias ? buf[3].get(size_t(g.n)) : nullptr;
+  if (g.bias) widen<H>(g.bias, 1, 1, g.n, 0, 0, 1, bias32);
+  GemmArgs w = g;
+  w.bias = bias32;
+  w.dtype = MIXP_F32;
+  w.a = a32; w.a_batch = g.a_batch ? g.m * g.k : 0; w.a_rs = g.k; w.a_cs = 1;
+  w.b = b32; w.b_batch = g.b_batch ? g.k * g.n : 0; w.b_rs = g.n; w.b_cs = 1;
+  w.c = c32; w.c_batch = g.m * g.n; w.c_rs = g.n;
+  gemm(w);
+  H *c = static_cast<H *>(g.c);
+#pragma omp parallel for schedule(static) if (g.batch * g.m * g.n > 32768)
+  for (int64_t r = 0; r < g.batch * g.m; ++r) {
+    const int64_t b = r / g.m, i = r % g.m;
+    narrow_row(c32 + r * g.n, c + b * g.c_batch + i * g.c_rs, g.n);
+  }
+}
 
 void CpuBackend::gemm(const GemmArgs &g) {
   if (g.batch == 0 || g.m == 0 || g.n == 0) return;
@@ -146,14 +163,14 @@ void CpuBackend::gemm(const GemmArgs &g) {
     return;
   }
   if (g.dtype == MIXP_F16) {
-    gemm_widened<f16>(*this, g);
+    gemm_widened<f16>(g);
     return;
   }
   if (g.dtype != MIXP_F32 && g.dtype != MIXP_BF16)
     fail(MIXP_ERR_DTYPE, "gemm: unsupported dtype ", dtype_name(g.dtype));
 
   if (g.dtype == MIXP_BF16 && dnnl_->bf16_unavailable) {
-    gemm_widened<bf16>(*this, g);
+    gemm_widened<bf16>(g);
     return;
   }
   const dt t = g.dtype == MIXP_F32 ? dt::f32 : dt::bf16;
@@ -187,7 +204,7 @@ void CpuBackend::gemm(const GemmArgs &g) {
         // emulator that hides them): same math in fp32, rounded once.
         if (g.dtype != MIXP_BF16) throw;
         dnnl_->bf16_unavailable = true;
-        gemm_widened<bf16>(*this, g);
+        gemm_widened<bf16>(g);
         return;
       }
       if (dnnl_->cache.size() > 512) dnnl_->cache.clear();
