@@ -44,9 +44,38 @@ void convert_row(const S *s, int64_t ss, D *d, int64_t ds, int64_t n) {
   });
 }
 
+// Integers (a dropout mask, labels) into a float type: through double, as
+// the generic path does, but in a loop the compiler can vectorise.
+template <class S, class D>
+void int_to_float_row(const S *s, int64_t ss, D *d, int64_t ds, int64_t n) {
+  cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+    for (int64_t i = 0; i < n; ++i) d[i * ds] = store_double<D>(double(s[i * ss]));
+  });
+}
+
+template <class S>
+void int_to_float(const View &src, const View &dst, int ndim, const int64_t *shape, int64_t *const *st, bool par) {
+  dispatch_float(dst.dtype, [&](auto dtag) {
+    using D = decltype(dtag);
+    const S *sp = static_cast<const S *>(src.data);
+    D *dp = static_cast<D *>(dst.data);
+    cpu::for_each_row<2>(ndim, shape, st, par, [&](const int64_t *off, int64_t n, const int64_t *is) {
+      int_to_float_row<S, D>(sp + off[0], is[0], dp + off[1], is[1], n);
+    });
+  });
+}
+
 bool fast_copy(const View &src, const View &dst, int ndim, const int64_t *shape, int64_t *const *st,
                bool par) {
-  if (!is_float(src.dtype) || !is_float(dst.dtype)) return false;
+  if (!is_float(dst.dtype)) return false;
+  switch (src.dtype) {
+    case MIXP_U8:
+    case MIXP_BOOL: int_to_float<uint8_t>(src, dst, ndim, shape, st, par); return true;
+    case MIXP_I32: int_to_float<int32_t>(src, dst, ndim, shape, st, par); return true;
+    case MIXP_I64: int_to_float<int64_t>(src, dst, ndim, shape, st, par); return true;
+    default: break;
+  }
+  if (!is_float(src.dtype)) return false;
   dispatch_float(src.dtype, [&](auto stag) {
     dispatch_float(dst.dtype, [&](auto dtag) {
       using S = decltype(stag);

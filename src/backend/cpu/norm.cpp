@@ -58,6 +58,23 @@ void channel_sums(int64_t outer, int64_t c, int64_t inner, F f, double *out) {
     }
 }
 
+// The K sums of one channel's row of `inner` elements: in the vectorised
+// lanes of lane_sums.hpp when the row is long enough to pay for the call,
+// else in order. Either way the result depends on the shape alone.
+template <int K, class F>
+void row_sums(int64_t inner, F f, double *out) {
+  if (inner < 32) {
+    for (int k = 0; k < K; ++k) out[k] = 0.0;
+    for (int64_t i = 0; i < inner; ++i) {
+      double v[K];
+      f(i, v);
+      for (int k = 0; k < K; ++k) out[k] += v[k];
+    }
+    return;
+  }
+  cpu::run_kernel([&]() MIXP_KERNEL_BODY { cpu::lane_sums<K>(inner, f, out); });
+}
+
 // Statistics live in F32 (F64 for F64 data); S is their storage type.
 template <class S>
 S *stat_ptr(const View &v) {
@@ -84,7 +101,7 @@ void bn_stats(const View &xv, int64_t outer, int64_t c, int64_t inner, double ep
   channel_sums<1>(outer, c, inner, [&](int64_t o, int64_t ch, double *acc) {
     const T *row = x + (o * c + ch) * inner;
     double s = 0.0;
-    for (int64_t i = 0; i < inner; ++i) s += double(load<T>(row[i]));
+    row_sums<1>(inner, [&](int64_t i, double *v) { v[0] = double(load<T>(row[i])); }, &s);
     acc[0] += s;
   }, sum.data());
   for (int64_t ch = 0; ch < c; ++ch) sum[size_t(ch)] /= m;
@@ -92,10 +109,10 @@ void bn_stats(const View &xv, int64_t outer, int64_t c, int64_t inner, double ep
     const T *row = x + (o * c + ch) * inner;
     const double mu = sum[size_t(ch)];
     double s = 0.0;
-    for (int64_t i = 0; i < inner; ++i) {
+    row_sums<1>(inner, [&](int64_t i, double *v) {
       const double d = double(load<T>(row[i])) - mu;
-      s += d * d;
-    }
+      v[0] = d * d;
+    }, &s);
     acc[0] += s;
   }, sq.data());
   S *mean = stat_ptr<S>(mv), *var = stat_ptr<S>(vv), *invstd = stat_ptr<S>(iv);
@@ -122,7 +139,9 @@ void per_channel_map(int64_t outer, int64_t c, int64_t inner, F f) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t ch = 0; ch < c; ++ch) {
       const int64_t base = (o * c + ch) * inner;
-      for (int64_t i = 0; i < inner; ++i) f(base + i, ch);
+      cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+        for (int64_t i = 0; i < inner; ++i) f(base + i, ch);
+      });
     }
 }
 
@@ -161,14 +180,14 @@ void bn_backward(const View &xv, const View &gyv, int64_t outer, int64_t c, int6
     channel_sums<2>(outer, c, inner, [&](int64_t o, int64_t ch, double *acc) {
       const int64_t base = (o * c + ch) * inner;
       const double mu = double(mean[ch]);
-      double sg = 0.0, sgx = 0.0;
-      for (int64_t i = 0; i < inner; ++i) {
+      double s[2] = {0.0, 0.0};
+      row_sums<2>(inner, [&](int64_t i, double *v) {
         const double g = double(load<T>(gy[base + i]));
-        sg += g;
-        sgx += g * (double(load<T>(x[base + i])) - mu);
-      }
-      acc[0] += sg;
-      acc[1] += sgx;
+        v[0] = g;
+        v[1] = g * (double(load<T>(x[base + i])) - mu);
+      }, s);
+      acc[0] += s[0];
+      acc[1] += s[1];
     }, sums.data());
   for (int64_t ch = 0; ch < c; ++ch) {
     if (gwv)

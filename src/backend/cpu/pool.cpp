@@ -8,6 +8,7 @@
 // types round once.
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.hpp"
@@ -77,9 +78,9 @@ struct Windows {
 // time across the row, so the loop runs on vectors with selects instead of
 // a mispredicted branch per element; the visiting order within each window
 // stays row-major, so the first maximum (or NaN) still wins.
-template <class T>
-MIXP_KERNEL_BODY inline void max_row_nchw(const Pool2dGeom &g, const Windows &win, const T *xp, int64_t i, T *y, int64_t *idx,
-                  acc_t<T> *m, int64_t *arg) {
+template <class S, class T>
+MIXP_KERNEL_BODY inline void max_row_nchw(const Pool2dGeom &g, const Windows &win, const S *xp, int64_t i, T *y,
+                                          int64_t *idx, acc_t<T> *m, int64_t *arg) {
   using A = acc_t<T>;
   const Window &r = win.rows[size_t(i)];
   int64_t lo = 0, hi = g.ow;  // [lo, hi): full windows, stepping stride_w
@@ -95,13 +96,13 @@ MIXP_KERNEL_BODY inline void max_row_nchw(const Pool2dGeom &g, const Windows &wi
   A *__restrict mx = m;
   int64_t *__restrict ax = arg;
   for (int64_t h = r.h0; h < r.h1; ++h) {
-    const T *row = xp + h * width;
+    const S *row = xp + h * width;
     const int64_t base = h * width;
     for (int64_t dw = 0; dw < kw; ++dw) {
       const int64_t first = lo * sw - pw + dw;
       for (int64_t j = lo; j < hi; ++j) {
         const int64_t w = first + (j - lo) * sw;
-        const A v = load<T>(row[w]);
+        const A v = load<S>(row[w]);
         const bool t = takes_max(v, mx[j]);
         mx[j] = t ? v : mx[j];
         ax[j] = t ? base + w : ax[j];
@@ -112,7 +113,7 @@ MIXP_KERNEL_BODY inline void max_row_nchw(const Pool2dGeom &g, const Windows &wi
       if (j >= ow) break;
       const Window &c = win.cols[size_t(j)];
       for (int64_t w = c.w0; w < c.w1; ++w) {
-        const A v = load<T>(row[w]);
+        const A v = load<S>(row[w]);
         const bool t = takes_max(v, mx[j]);
         mx[j] = t ? v : mx[j];
         ax[j] = t ? base + w : ax[j];
@@ -130,20 +131,34 @@ void forward_nchw(const Pool2dGeom &g, const T *x, T *y, int64_t *idx) {
   using A = acc_t<T>;
   const int64_t planes = g.n * g.c, in_sz = g.h * g.w, out_sz = g.oh * g.ow;
   const Windows win(g);
+  // Half types: max pooling widens each plane first (one vectorised pass;
+  // the maximum of the widened values is the widened maximum, exactly), so
+  // the strided window loads read fp32.
+  constexpr bool widen_first = !std::is_same_v<A, T>;
 #pragma omp parallel
   {
-    std::vector<A> m(size_t(g.ow));
+    std::vector<A> m(size_t(g.ow)), plane(widen_first && g.kind == PoolKind::Max ? size_t(in_sz) : 0);
     std::vector<int64_t> arg(size_t(g.ow));
 #pragma omp for schedule(static)
     for (int64_t p = 0; p < planes; ++p) {
       const T *xp = x + p * in_sz;
       cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+        if (g.kind == PoolKind::Max) {
+          if constexpr (widen_first) {
+            A *wp = plane.data();
+            for (int64_t e = 0; e < in_sz; ++e) wp[e] = load<T>(xp[e]);
+            for (int64_t i = 0; i < g.oh; ++i)
+              max_row_nchw(g, win, static_cast<const A *>(wp), i, y + p * out_sz + i * g.ow,
+                           idx + p * out_sz + i * g.ow, m.data(), arg.data());
+          } else {
+            for (int64_t i = 0; i < g.oh; ++i)
+              max_row_nchw(g, win, xp, i, y + p * out_sz + i * g.ow, idx + p * out_sz + i * g.ow, m.data(),
+                           arg.data());
+          }
+          return;
+        }
         for (int64_t i = 0; i < g.oh; ++i) {
           const int64_t o = p * out_sz + i * g.ow;
-          if (g.kind == PoolKind::Max) {
-            max_row_nchw(g, win, xp, i, y + o, idx + o, m.data(), arg.data());
-            continue;
-          }
           const Window &r = win.rows[size_t(i)];
           for (int64_t j = 0; j < g.ow; ++j) {
             const Window &c = win.cols[size_t(j)];

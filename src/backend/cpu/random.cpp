@@ -1,10 +1,12 @@
 // CPU random kernels over the counter-based Philox stream: element i depends
 // only on (seed, offset, i), so the result is the same for any thread count
 // and matches the CUDA backend, which evaluates the same functions.
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
 #include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/simd.hpp"
 #include "core/error.hpp"
 #include "core/philox.hpp"
 
@@ -65,9 +67,16 @@ void CpuBackend::dropout_mask(const View &mask, double p, uint64_t seed, uint64_
     fail(MIXP_ERR_INTERNAL, "cpu dropout_mask: mask must be u8, not ", dtype_name(mask.dtype));
   const int64_t n = mask.numel();
   uint8_t *m = static_cast<uint8_t *>(mask.data);
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-  for (int64_t i = 0; i < n; ++i)
-    m[i] = double(philox_uniform(seed, offset, uint64_t(i))) >= p ? 1 : 0;
+  // Chunks in the multi-versioned kernels: Philox is integer arithmetic that
+  // vectorises; each element depends on its index alone.
+  const int64_t chunks = (n + kParallelMin - 1) / kParallelMin;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t lo = c * kParallelMin, hi = std::min(n, lo + kParallelMin);
+    cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+      for (int64_t i = lo; i < hi; ++i) m[i] = double(philox_uniform(seed, offset, uint64_t(i))) >= p ? 1 : 0;
+    });
+  }
 }
 
 }  // namespace mixp
