@@ -49,7 +49,11 @@ void convert_row(const S *s, int64_t ss, D *d, int64_t ds, int64_t n) {
 template <class S, class D>
 void int_to_float_row(const S *s, int64_t ss, D *d, int64_t ds, int64_t n) {
   cpu::run_kernel([&]() MIXP_KERNEL_BODY {
-    for (int64_t i = 0; i < n; ++i) d[i * ds] = store_double<D>(double(s[i * ss]));
+    if constexpr (sizeof(S) == 1) {  // bytes are exact in fp32: round once from there, inline
+      for (int64_t i = 0; i < n; ++i) d[i * ds] = store<D>(acc_t<D>(s[i * ss]));
+    } else {
+      for (int64_t i = 0; i < n; ++i) d[i * ds] = store_double<D>(double(s[i * ss]));
+    }
   });
 }
 
