@@ -52,9 +52,10 @@ inline Window window(const Pool2dGeom &g, int64_t i, int64_t j) {
 // A NaN in a window wins (the first one), as in PyTorch; otherwise the first
 // maximum. (isunordered(v, v) is isnan without a libm call, so the loops
 // vectorise with blends.)
+// (Bitwise | and &: one expression without jumps for the selects.)
 template <class A>
 inline bool takes_max(A v, A m) {
-  return v > m || (std::isunordered(v, v) && !std::isunordered(m, m));
+  return (v > m) | (std::isunordered(v, v) & !std::isunordered(m, m));
 }
 
 // A cell's window is the product of its row's and its column's, so both
