@@ -29,8 +29,8 @@ set_tests_properties(mixp_train_run_misuse PROPERTIES WORKING_DIRECTORY ${CMAKE_
 # The kernels' baseline/AVX2/AVX-512 versions train bit-identically
 # (MIXP_CPU_KERNELS pins one; tests/kernel_isa_parity.cmake).
 add_test(NAME cpu_kernel_versions_bitwise_equal
-  COMMAND ${CMAKE_COMMAND} -DTRAIN=$<TARGET_FILE:mixp-train> -DWORK=${CMAKE_CURRENT_BINARY_DIR}/kernel_isa
-          -P ${CMAKE_CURRENT_SOURCE_DIR}/kernel_isa_parity.cmake)
+  COMMAND ${CMAKE_COMMAND} -DTRAIN=$<TARGET_FILE:mixp-train> -DTEXT=${PROJECT_SOURCE_DIR}/README.md
+          -DWORK=${CMAKE_CURRENT_BINARY_DIR}/kernel_isa -P ${CMAKE_CURRENT_SOURCE_DIR}/kernel_isa_parity.cmake)
 set_tests_properties(cpu_kernel_versions_bitwise_equal PROPERTIES TIMEOUT 300)
 # mixp-train names the CPU's units and each precision's path, and says once
 # when the requested half type cannot be faster than fp32: with oneDNN held
