@@ -6,6 +6,7 @@
 // convolution) and BF16 on CPUs without a bf16 unit are widened to fp32,
 // convolved, and rounded once. F64 uses plain loops: it serves gradient
 // checks, so it favours obviousness over speed.
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <dnnl.hpp>
@@ -16,6 +17,8 @@
 
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/dnnl_error.hpp"
+#include "backend/cpu/scratch.hpp"
+#include "backend/cpu/simd.hpp"
 #include "core/error.hpp"
 
 namespace mixp {
@@ -24,6 +27,7 @@ namespace cpu {
 struct ConvCache {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
+  ScratchBuffer widened[4];  // fp32 copies of a widened convolution's operands, result, bias
 
   // One tensor argument of a primitive: the user's plain layout, the layout
   // the primitive wants, and the reorder between them when they differ.
@@ -303,22 +307,36 @@ bool run_dnnl(CpuBackend &be, ConvCache &c, Dir dir, const Conv2dGeom &g, DType 
 }
 
 // Half buffers widened to fp32 (and results rounded back), for F16 and for
-// BF16 without a bf16 unit.
+// BF16 without a bf16 unit: in chunks of the multi-versioned kernels, into
+// the cache's reused buffers.
+constexpr int64_t kConvertChunk = 32768;
+
 template <class H>
-std::vector<float> widen(const void *p, int64_t n) {
-  std::vector<float> v(size_t(n > 0 ? n : 0));
+float *widen(const void *p, int64_t n, cpu::ScratchBuffer &buf) {
+  float *v = buf.get(size_t(n > 0 ? n : 0));
   const H *s = static_cast<const H *>(p);
-#pragma omp parallel for schedule(static) if (n > 32768)
-  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = load<H>(s[i]);
+  const int64_t chunks = (n + kConvertChunk - 1) / kConvertChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t lo = c * kConvertChunk, hi = std::min(n, lo + kConvertChunk);
+    cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+      for (int64_t i = lo; i < hi; ++i) v[i] = load<H>(s[i]);
+    });
+  }
   return v;
 }
 
 template <class H>
-void narrow(const std::vector<float> &v, void *p) {
+void narrow(const float *v, int64_t n, void *p) {
   H *d = static_cast<H *>(p);
-  const int64_t n = int64_t(v.size());
-#pragma omp parallel for schedule(static) if (n > 32768)
-  for (int64_t i = 0; i < n; ++i) d[i] = store<H>(v[size_t(i)]);
+  const int64_t chunks = (n + kConvertChunk - 1) / kConvertChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t lo = c * kConvertChunk, hi = std::min(n, lo + kConvertChunk);
+    cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+      for (int64_t i = lo; i < hi; ++i) d[i] = store<H>(v[i]);
+    });
+  }
 }
 
 int64_t x_numel(const Conv2dGeom &g) { return g.n * g.c_in * g.h * g.w; }
@@ -338,11 +356,11 @@ template <class H>
 void run_widened(CpuBackend &be, ConvCache &c, Dir dir, const Conv2dGeom &g, const void *in0, const void *in1, const void *bias,
                  void *out) {
   const auto n = sizes(dir, g);
-  std::vector<float> a = widen<H>(in0, n[0]), b = widen<H>(in1, n[1]);
-  std::vector<float> r(static_cast<size_t>(n[2]));
-  std::vector<float> bf = bias ? widen<H>(bias, g.c_out) : std::vector<float>();
-  run_dnnl(be, c, dir, g, MIXP_F32, a.data(), b.data(), bias ? bf.data() : nullptr, r.data());
-  narrow<H>(r, out);
+  const float *a = widen<H>(in0, n[0], c.widened[0]), *b = widen<H>(in1, n[1], c.widened[1]);
+  float *r = c.widened[2].get(size_t(n[2]));
+  const float *bf = bias ? widen<H>(bias, g.c_out, c.widened[3]) : nullptr;
+  run_dnnl(be, c, dir, g, MIXP_F32, a, b, bf, r);
+  narrow<H>(r, n[2], out);
 }
 
 void run(CpuBackend &be, ConvCache &c, Dir dir, const Conv2dGeom &g, DType dtype, const void *in0, const void *in1,
@@ -365,8 +383,8 @@ void run(CpuBackend &be, ConvCache &c, Dir dir, const Conv2dGeom &g, DType dtype
       return;
     case MIXP_BF16: {
       // oneDNN takes an fp32 bias beside bf16 data.
-      std::vector<float> bf = bias ? widen<bf16>(bias, g.c_out) : std::vector<float>();
-      if (!run_dnnl(be, c, dir, g, MIXP_BF16, in0, in1, bias ? bf.data() : nullptr, out))
+      const float *bf = bias ? widen<bf16>(bias, g.c_out, c.widened[3]) : nullptr;
+      if (!run_dnnl(be, c, dir, g, MIXP_BF16, in0, in1, bf, out))
         run_widened<bf16>(be, c, dir, g, in0, in1, bias, out);
       return;
     }

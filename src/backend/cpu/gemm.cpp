@@ -6,7 +6,6 @@
 #include <cstring>
 #include <dnnl.hpp>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "backend/cpu/block_cache.hpp"
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/dnnl_error.hpp"
+#include "backend/cpu/scratch.hpp"
 #include "backend/cpu/simd.hpp"
 #include "core/error.hpp"
 
@@ -31,20 +31,7 @@ struct CpuBackend::Dnnl {
   };
   std::map<Key, Entry> cache;
   bool bf16_unavailable = false;  // learnt once: this CPU has no bf16 matmul
-  // fp32 copies of a widened product's operands, kept between calls: fresh
-  // vectors cost a zero fill and, above the allocator's mmap threshold, page
-  // faults on every call. (A session is used by one thread at a time.)
-  struct Scratch {
-    std::unique_ptr<float[]> data;
-    size_t capacity = 0;
-    float *get(size_t n) {
-      if (n > capacity) {
-        data.reset(new float[n]);  // not value-initialised: every element is written before it is read
-        capacity = n;
-      }
-      return data.get();
-    }
-  } widened[4];  // a, b, c, bias
+  cpu::ScratchBuffer widened[4];  // fp32 copies of a widened product's a, b, c and bias
 };
 
 CpuBackend::CpuBackend() : dnnl_(std::make_unique<Dnnl>()), blocks_(std::make_unique<cpu::BlockCache>()) {}
