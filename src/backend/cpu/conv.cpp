@@ -311,32 +311,29 @@ bool run_dnnl(CpuBackend &be, ConvCache &c, Dir dir, const Conv2dGeom &g, DType 
 // the cache's reused buffers.
 constexpr int64_t kConvertChunk = 32768;
 
-template <class H>
-float *widen(const void *p, int64_t n, cpu::ScratchBuffer &buf) {
-  float *v = buf.get(size_t(n > 0 ? n : 0));
-  const H *s = static_cast<const H *>(p);
+// Converts n contiguous elements, s -> d, in parallel chunks.
+template <class S, class D>
+void convert(const S *s, D *d, int64_t n) {
   const int64_t chunks = (n + kConvertChunk - 1) / kConvertChunk;
 #pragma omp parallel for schedule(static) if (chunks > 1)
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t lo = c * kConvertChunk, hi = std::min(n, lo + kConvertChunk);
     cpu::run_kernel([&]() MIXP_KERNEL_BODY {
-      for (int64_t i = lo; i < hi; ++i) v[i] = load<H>(s[i]);
+      for (int64_t i = lo; i < hi; ++i) d[i] = store<D>(acc_t<D>(load<S>(s[i])));
     });
   }
+}
+
+template <class H>
+float *widen(const void *p, int64_t n, cpu::ScratchBuffer &buf) {
+  float *v = buf.get(size_t(n > 0 ? n : 0));
+  convert(static_cast<const H *>(p), v, n);
   return v;
 }
 
 template <class H>
 void narrow(const float *v, int64_t n, void *p) {
-  H *d = static_cast<H *>(p);
-  const int64_t chunks = (n + kConvertChunk - 1) / kConvertChunk;
-#pragma omp parallel for schedule(static) if (chunks > 1)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t lo = c * kConvertChunk, hi = std::min(n, lo + kConvertChunk);
-    cpu::run_kernel([&]() MIXP_KERNEL_BODY {
-      for (int64_t i = lo; i < hi; ++i) d[i] = store<H>(v[i]);
-    });
-  }
+  convert(v, static_cast<H *>(p), n);
 }
 
 int64_t x_numel(const Conv2dGeom &g) { return g.n * g.c_in * g.h * g.w; }

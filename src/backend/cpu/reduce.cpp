@@ -140,21 +140,17 @@ void softmax_rows(const T *x, int64_t rows, int64_t n, bool log, T *y) {
     cpu::run_kernel([&]() MIXP_KERNEL_BODY {
       const T *__restrict xr = x + r * n;
       T *__restrict yr = y + r * n;
+      // The row's max in 8 lanes, combined in order; any NaN makes it NaN.
+      auto larger = [](A v, A m) { return (v > m || std::isunordered(v, v)) ? v : m; };
       A lane[8];
       for (int l = 0; l < 8; ++l) lane[l] = -std::numeric_limits<A>::infinity();
-      int64_t k = 0;  // any NaN makes the row NaN
+      int64_t k = 0;
       for (; k + 8 <= n; k += 8)
-        for (int l = 0; l < 8; ++l) {
-          const A v = load<T>(xr[k + l]);
-          lane[l] = (v > lane[l] || std::isunordered(v, v)) ? v : lane[l];
-        }
-      for (int l = 0; k < n; ++k, ++l) {
-        const A v = load<T>(xr[k]);
-        lane[l] = (v > lane[l] || std::isunordered(v, v)) ? v : lane[l];
-      }
+        for (int l = 0; l < 8; ++l) lane[l] = larger(load<T>(xr[k + l]), lane[l]);
+      for (int l = 0; k < n; ++k, ++l) lane[l] = larger(load<T>(xr[k]), lane[l]);
       A mx = lane[0];
-      for (int l = 1; l < 8; ++l) mx = (lane[l] > mx || std::isunordered(lane[l], lane[l])) ? lane[l] : mx;
-      double sum;
+      for (int l = 1; l < 8; ++l) mx = larger(lane[l], mx);
+      double sum = 0.0;
       cpu::lane_sums<1>(n, [&](int64_t k, double *v) { v[0] = double(hd::exp(A(load<T>(xr[k]) - mx))); }, &sum);
       if (log) {
         const double lse = std::log(sum);
@@ -175,15 +171,14 @@ void softmax_rows_backward(const T *y, const T *gy, int64_t rows, int64_t n, boo
       const T *__restrict yr = y + r * n, *__restrict gr = gy + r * n;
       T *__restrict gxr = gx + r * n;
       // softmax: gx = y (gy - sum gy*y); log_softmax: gx = gy - exp(y) sum gy.
-      double s;
-      if (log) cpu::lane_sums<1>(n, [&](int64_t k, double *v) { v[0] = double(load<T>(gr[k])); }, &s);
-      else
-        cpu::lane_sums<1>(n, [&](int64_t k, double *v) { v[0] = double(load<T>(gr[k])) * double(load<T>(yr[k])); }, &s);
+      double s = 0.0;
       if (log) {
+        cpu::lane_sums<1>(n, [&](int64_t k, double *v) { v[0] = double(load<T>(gr[k])); }, &s);
         for (int64_t k = 0; k < n; ++k)
           gxr[k] = store_double<T>(double(load<T>(gr[k])) - std::exp(double(load<T>(yr[k]))) * s);
         return;
       }
+      cpu::lane_sums<1>(n, [&](int64_t k, double *v) { v[0] = double(load<T>(gr[k])) * double(load<T>(yr[k])); }, &s);
       for (int64_t k = 0; k < n; ++k) {
         const double yv = double(load<T>(yr[k]));
         gxr[k] = store_double<T>(yv * (double(load<T>(gr[k])) - s));
