@@ -15,10 +15,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/cpu/convert_row.hpp"
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/dnnl_error.hpp"
 #include "backend/cpu/scratch.hpp"
-#include "backend/cpu/simd.hpp"
 #include "core/error.hpp"
 
 namespace mixp {
@@ -311,16 +311,14 @@ bool run_dnnl(CpuBackend &be, ConvCache &c, Dir dir, const Conv2dGeom &g, DType 
 // the cache's reused buffers.
 constexpr int64_t kConvertChunk = 32768;
 
-// Converts n contiguous elements, s -> d, in parallel chunks.
+// Converts n contiguous elements, s -> d, in parallel chunks of rows.
 template <class S, class D>
 void convert(const S *s, D *d, int64_t n) {
   const int64_t chunks = (n + kConvertChunk - 1) / kConvertChunk;
 #pragma omp parallel for schedule(static) if (chunks > 1)
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t lo = c * kConvertChunk, hi = std::min(n, lo + kConvertChunk);
-    cpu::run_kernel([&]() MIXP_KERNEL_BODY {
-      for (int64_t i = lo; i < hi; ++i) d[i] = store<D>(acc_t<D>(load<S>(s[i])));
-    });
+    cpu::convert_row(s + lo, 1, d + lo, 1, hi - lo);
   }
 }
 

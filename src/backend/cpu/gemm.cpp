@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "backend/cpu/block_cache.hpp"
+#include "backend/cpu/convert_row.hpp"
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/dnnl_error.hpp"
 #include "backend/cpu/scratch.hpp"
-#include "backend/cpu/simd.hpp"
 #include "core/error.hpp"
 
 namespace mixp {
@@ -66,27 +66,13 @@ void gemm_f64(const GemmArgs &g) {
 
 // Copies a strided half matrix stack into a contiguous fp32 buffer.
 template <class H>
-void widen_row(const H *s, int64_t sc, float *d, int64_t cols) {
-  cpu::run_kernel([&]() MIXP_KERNEL_BODY {
-    for (int64_t j = 0; j < cols; ++j) d[j] = load<H>(s[j * sc]);
-  });
-}
-
-template <class H>
-void narrow_row(const float *s, H *d, int64_t cols) {
-  cpu::run_kernel([&]() MIXP_KERNEL_BODY {
-    for (int64_t j = 0; j < cols; ++j) d[j] = store<H>(s[j]);
-  });
-}
-
-template <class H>
 void widen(const void *src, int64_t batch, int64_t rows, int64_t cols, int64_t sb, int64_t sr, int64_t sc,
            float *out) {
   const H *s = static_cast<const H *>(src);
 #pragma omp parallel for schedule(static) if (batch * rows * cols > 32768)
   for (int64_t r = 0; r < batch * rows; ++r) {
     const int64_t b = r / rows, i = r % rows;
-    widen_row(s + b * sb + i * sr, sc, out + r * cols, cols);
+    cpu::convert_row(s + b * sb + i * sr, sc, out + r * cols, 1, cols);
   }
 }
 
@@ -117,7 +103,7 @@ void CpuBackend::gemm_widened(const GemmArgs &g) {
 #pragma omp parallel for schedule(static) if (g.batch * g.m * g.n > 32768)
   for (int64_t r = 0; r < g.batch * g.m; ++r) {
     const int64_t b = r / g.m, i = r % g.m;
-    narrow_row(c32 + r * g.n, c + b * g.c_batch + i * g.c_rs, g.n);
+    cpu::convert_row(static_cast<const float *>(c32 + r * g.n), 1, c + b * g.c_batch + i * g.c_rs, 1, g.n);
   }
 }
 

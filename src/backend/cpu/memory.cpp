@@ -5,6 +5,7 @@
 
 #include "backend/cpu/block_cache.hpp"
 #include "backend/cpu/simd.hpp"
+#include "backend/cpu/convert_row.hpp"
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/strided.hpp"
 #include "core/error.hpp"
@@ -29,20 +30,8 @@ void CpuBackend::copy_to_host(void *dst, const void *src, size_t nbytes) {
 
 namespace {
 
-// Typed conversion between float types: every float converts exactly to
-// fp32 or fp64, and is rounded once into the destination (from double
-// directly, so f64 -> half never rounds twice). Other dtypes go through the
-// generic per-element path.
-template <class S, class D>
-void convert_row(const S *s, int64_t ss, D *d, int64_t ds, int64_t n) {
-  cpu::run_kernel([&]() MIXP_KERNEL_BODY {
-    if constexpr (std::is_same_v<S, double>) {
-      for (int64_t i = 0; i < n; ++i) d[i * ds] = store_double<D>(s[i * ss]);
-    } else {
-      for (int64_t i = 0; i < n; ++i) d[i * ds] = store<D>(acc_t<D>(load<S>(s[i * ss])));
-    }
-  });
-}
+// Other dtypes than float and integer-to-float go through the generic
+// per-element path; float types through cpu::convert_row.
 
 // Integers (a dropout mask, labels) into a float type: through double, as
 // the generic path does, but in a loop the compiler can vectorise.
@@ -87,7 +76,7 @@ bool fast_copy(const View &src, const View &dst, int ndim, const int64_t *shape,
       const S *sp = static_cast<const S *>(src.data);
       D *dp = static_cast<D *>(dst.data);
       cpu::for_each_row<2>(ndim, shape, st, par, [&](const int64_t *off, int64_t n, const int64_t *is) {
-        convert_row<S, D>(sp + off[0], is[0], dp + off[1], is[1], n);
+        cpu::convert_row<S, D>(sp + off[0], is[0], dp + off[1], is[1], n);
       });
     });
   });
