@@ -50,3 +50,14 @@ foreach(pair "mixp_go|_wrap_" "mixp_jni|Java_" "mixp_python|PyInit_")
                      -P ${CMAKE_CURRENT_SOURCE_DIR}/abi/check_exports.cmake)
   endif()
 endforeach()
+
+# pip install ./bindings/python without an installed mixp builds libmixp from
+# this tree: with nvcc present it must build the CUDA plugin too and install
+# it inside the package beside libmixp (configure only: the build is the
+# same as this tree's).
+if(TARGET mixp_python AND TARGET mixp_cuda AND NOT MIXP_SANITIZE)
+  add_test(NAME python_package_ships_cuda_plugin
+    COMMAND ${MIXP_PY_TEST_DIR}/bundled_cuda_plugin.sh ${PROJECT_SOURCE_DIR}
+            ${CMAKE_CURRENT_BINARY_DIR}/pip_bundle_configure ${MIXP_PYTHON_EXECUTABLE})
+  set_tests_properties(python_package_ships_cuda_plugin PROPERTIES TIMEOUT 300)
+endif()

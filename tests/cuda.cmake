@@ -65,3 +65,14 @@ foreach(suite test_cuda_parity test_cuda_parity_ops)
   set_tests_properties(${suite}_harness PROPERTIES
     ENVIRONMENT "MIXP_PARITY_HARNESS_CHECK=1;CMOCKA_MESSAGE_OUTPUT=stdout" TIMEOUT 600)
 endforeach()
+
+if(MIXP_HAVE_CUDA_PLUGIN)
+  # tools/gpu-check.sh's build phase as on the bare GPU machine: oneDNN,
+  # CMocka and zlib only from tools/gpu-deps.sh's packages unpacked into a
+  # prefix, Ninja, sm_90 (tests/gpu/check_deps_prefix_build.sh). Needs
+  # apt-get to reach Debian's registry; skipped without nvcc, ninja or apt-get.
+  add_test(NAME gpu_check_builds_against_deps_prefix
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpu/check_deps_prefix_build.sh ${PROJECT_SOURCE_DIR}
+            ${CMAKE_CURRENT_BINARY_DIR}/gpu_deps_prefix)
+  set_tests_properties(gpu_check_builds_against_deps_prefix PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1500)
+endif()

@@ -1,55 +1,149 @@
 #!/usr/bin/env bash
-# One command on a GPU machine: build mixp with the CUDA backend, run the
-# whole test suite (CPU and MIXP_TEST_DEVICE=cuda), run the GPU benchmarks
-# beside their PyTorch references, and write gpu-report.md.
+# The GPU run, in phases that each fit one command on a lent GPU machine
+# (10 minutes a command, the machine and its build gone when idle, at most
+# 8 files brought back): build mixp with the CUDA backend, run the suites
+# labelled cuda, run the GPU benchmarks beside PyTorch.
 #
-#   tools/gpu-check.sh [OUT_DIR]        (default: $OUT, else ./gpu-report)
+#   PHASE=build,test tools/gpu-check.sh [OUT_DIR]     (default OUT_DIR: $OUT, else ./gpu-report)
+#   PHASE=bench      tools/gpu-check.sh [OUT_DIR]
 #
-# Environment: BUILD_DIR (default build-gpu), JOBS (default nproc),
-# CUDA_ARCHS (default: the build's own default, sm_80 + sm_90 + PTX),
-# PYTHON (an interpreter with torch 2.x + CUDA; default: the first of
-# python3, /usr/bin/python3 that has one), SKIP_BENCH=1, SKIP_TESTS=1.
-# Exit status: 0 when the build, every test and the benchmark run succeeded
-# (benchmark numbers are measured, never judged), 1 otherwise; the report is
-# written either way.
+# OUT_DIR receives two files, rewritten after every step so that a phase
+# killed half-way leaves what it did: gpu-report.md (environment, then one
+# section per phase, appended as each part ends) and gpu-logs.tar.gz (every
+# log). The logs themselves stay in $BUILD_DIR/gpu-check-logs.
+#
+# Environment:
+#   PHASE            build | test | bench | all (= build,test,bench); a comma
+#                    list runs several in order. test and bench build first
+#                    when the build is missing (a fresh machine).
+#   MIXP_DEPS_PREFIX where oneDNN, CMocka and zlib headers/libraries were
+#                    unpacked (tools/gpu-deps.sh --unpack); searched before
+#                    the system, and put on LD_LIBRARY_PATH (libdnnl.so.2
+#                    needs libOpenCL.so.1 from there).
+#   MIXP_DEPS_DEBS   a folder of tools/gpu-deps.sh packages, unpacked into
+#                    MIXP_DEPS_PREFIX (default /tmp/mixp-deps) first. Default:
+#                    ./gpu-deps when it holds packages and the system has no
+#                    oneDNN headers.
+#   MIXP_CUDNN_ROOT  cuDNN 9 (include/, lib/); default: the toolkit's when it
+#                    has cudnn.h, else PyTorch's wheel (python's nvidia.cudnn).
+#   CUDA_ARCHS       default: the GPU's own (90-real on an H100), else 90-real.
+#   CMAKE_ARGS       passed to cmake's configure step (word-split).
+#   BUILD_DIR        default build-gpu.  JOBS: default nproc.
+#   BUILD_TARGETS    default: everything; e.g. "mixp mixp_cuda test_cuda_parity".
+#   CPU_TESTS=1      also run the CPU tests (CI runs them; skipped by default).
+#   PYTHON           an interpreter with a CUDA-enabled torch 2.x for the
+#                    benchmarks' references (default: the first python3 that has one).
+# Exit status: 0 when every phase run succeeded (benchmark numbers are
+# measured, never judged), 1 otherwise.
 set -u
 cd "$(dirname "$0")/.."
 SRC=$(pwd)
 OUT_DIR=${1:-${OUT:-$SRC/gpu-report}}
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 JOBS=${JOBS:-$(nproc)}
-mkdir -p "$OUT_DIR"
+PHASES=${PHASE:-all}
+[ "$PHASES" = all ] && PHASES=build,test,bench
+mkdir -p "$OUT_DIR" "$BUILD_DIR"
+OUT_DIR=$(cd "$OUT_DIR" && pwd)
+BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
 REPORT=$OUT_DIR/gpu-report.md
-LOG=$OUT_DIR/logs
+LOG=$BUILD_DIR/gpu-check-logs
 mkdir -p "$LOG"
 status=0
 
 say() { printf '%s\n' "$*" | tee -a "$LOG/gpu-check.log"; }
+report() { printf '%s\n' "$*" >> "$REPORT"; }
+# Everything gathered so far goes back now, not at the end.
+pack_logs() { tar -czf "$OUT_DIR/gpu-logs.tar.gz.tmp" -C "$BUILD_DIR" gpu-check-logs 2>/dev/null &&
+  mv "$OUT_DIR/gpu-logs.tar.gz.tmp" "$OUT_DIR/gpu-logs.tar.gz"; }
+secs_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN{printf "%.0f", b-a}'; }
 
-pick_python() {
-  if [ -n "${PYTHON:-}" ]; then echo "$PYTHON"; return; fi
+for p in ${PHASES//,/ }; do
+  case $p in build|test|bench) ;; *) echo "gpu-check.sh: unknown PHASE '$p' (build, test, bench or all)" >&2; exit 2 ;; esac
+done
+
+# ---- dependencies: an unpacked prefix, cuDNN, the compiler ----------------------------
+have_system_header() {
+  for d in /usr/include /usr/local/include /usr/include/x86_64-linux-gnu; do
+    [ -f "$d/$1" ] && return 0
+  done
+  return 1
+}
+if [ -z "${MIXP_DEPS_DEBS:-}" ] && [ -z "${MIXP_DEPS_PREFIX:-}" ] && ! have_system_header dnnl.hpp &&
+    compgen -G "$SRC/gpu-deps/*.deb" >/dev/null; then
+  MIXP_DEPS_DEBS=$SRC/gpu-deps
+fi
+if [ -n "${MIXP_DEPS_DEBS:-}" ]; then
+  MIXP_DEPS_PREFIX=${MIXP_DEPS_PREFIX:-/tmp/mixp-deps}
+  if [ ! -f "$MIXP_DEPS_PREFIX/.unpacked" ]; then
+    bash "$SRC/tools/gpu-deps.sh" --unpack "$MIXP_DEPS_DEBS" "$MIXP_DEPS_PREFIX" > "$LOG/deps.txt" 2>&1 &&
+      touch "$MIXP_DEPS_PREFIX/.unpacked" || { cat "$LOG/deps.txt"; status=1; }
+  fi
+fi
+DEPS_ARGS=()
+if [ -n "${MIXP_DEPS_PREFIX:-}" ]; then
+  MIXP_DEPS_PREFIX=$(cd "$MIXP_DEPS_PREFIX" && pwd)
+  DEPS_LIB=$MIXP_DEPS_PREFIX/usr/lib/x86_64-linux-gnu
+  export LD_LIBRARY_PATH=$DEPS_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  DEPS_ARGS+=(-DCMAKE_PREFIX_PATH="$MIXP_DEPS_PREFIX/usr" -DZLIB_INCLUDE_DIR="$MIXP_DEPS_PREFIX/usr/include")
+  # zlib1g-dev's libz.so points at Debian's absolute /lib path: link the
+  # machine's own runtime instead (same ABI, soname libz.so.1).
+  for z in /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1 /lib64/libz.so.1 /usr/lib64/libz.so.1; do
+    [ -e "$z" ] && { DEPS_ARGS+=(-DZLIB_LIBRARY="$z"); break; }
+  done
+fi
+
+PY=""
+if [ -n "${PYTHON:-}" ]; then PY=$PYTHON; else
   for p in python3 /usr/bin/python3 python; do
     if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
-      echo "$p"; return
+      PY=$p; break
     fi
   done
-  echo ""
-}
-PY=$(pick_python)
+fi
 
-# ---- environment -----------------------------------------------------------------
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+CUDA_HOME_DIR=$(cd "$(dirname "$NVCC")/.." 2>/dev/null && pwd)
+if [ -z "${MIXP_CUDNN_ROOT:-}" ] && [ ! -f "$CUDA_HOME_DIR/include/cudnn.h" ] && ! have_system_header cudnn.h; then
+  # PyTorch's wheel: site-packages/nvidia/cudnn/{include,lib}.
+  for p in ${PY:-python3} python3; do
+    r=$("$p" -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__) if nvidia.cudnn.__file__ else list(nvidia.cudnn.__path__)[0])' 2>/dev/null) &&
+      [ -n "$r" ] && { MIXP_CUDNN_ROOT=$r; break; }
+  done
+fi
+if [ -n "${MIXP_CUDNN_ROOT:-}" ]; then
+  export MIXP_CUDNN_ROOT
+  # cuDNN 9 dlopens its engine libraries by name from its own folder.
+  export LD_LIBRARY_PATH=$MIXP_CUDNN_ROOT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+
+if [ -z "${CUDA_ARCHS:-}" ]; then
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+  CUDA_ARCHS=${cc:+${cc}-real}
+  CUDA_ARCHS=${CUDA_ARCHS:-90-real}
+fi
+
+GEN_ARGS=()
+# shellcheck disable=SC2206
+EXTRA_ARGS=(${CMAKE_ARGS:-})
+case " ${CMAKE_ARGS:-} " in *" -G"*) ;; *)
+  if ! command -v make >/dev/null 2>&1 || [ -f "$BUILD_DIR/build.ninja" ]; then GEN_ARGS=(-G Ninja); fi ;;
+esac
+
+# ---- environment, once per invocation -----------------------------------------------------
 {
   echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
   echo "commit: $(git -C "$SRC" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
-  echo "host: $(uname -n), $(nproc) cores"
+  echo "host: $(uname -n), $(nproc) cores; phases: $PHASES"
   if command -v nvidia-smi >/dev/null 2>&1; then
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit,compute_cap --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
   else
     echo "gpu: nvidia-smi not found"
   fi
-  NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   echo "nvcc: $("$NVCC" --version 2>/dev/null | tail -1 || echo missing)"
-  echo "cmake: $(cmake --version | head -1)"
+  echo "cmake: $(cmake --version | head -1); generator: ${GEN_ARGS[*]:-default}; CUDA archs: $CUDA_ARCHS"
+  echo "deps prefix: ${MIXP_DEPS_PREFIX:-none (system headers)}"
+  echo "cuDNN: ${MIXP_CUDNN_ROOT:-from the CUDA toolkit}"
   if [ -n "$PY" ]; then
     echo "python: $PY ($("$PY" -c 'import sys; print(sys.version.split()[0])'))"
     echo "torch: $("$PY" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())' 2>&1)"
@@ -58,127 +152,111 @@ PY=$(pick_python)
   fi
 } > "$LOG/env.txt" 2>&1
 cat "$LOG/env.txt"
+{ echo; echo "# mixp GPU check ($PHASES)"; echo; echo '```'; cat "$LOG/env.txt"; echo '```'; } >> "$REPORT"
+pack_logs
 
-# ---- preflight: what the build needs ----------------------------------------------------
-missing=()
-command -v cmake >/dev/null 2>&1 || missing+=("cmake (>= 3.22)")
-command -v c++ >/dev/null 2>&1 || missing+=("a C++20 compiler (g++ >= 12)")
-{ command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; } || missing+=("nvcc (CUDA toolkit)")
-have_header() {
-  for d in /usr/include /usr/local/include /usr/local/cuda/include /usr/include/x86_64-linux-gnu; do
-    [ -f "$d/$1" ] && return 0
-  done
-  return 1
-}
-have_header cmocka.h || missing+=("cmocka (libcmocka-dev)")
-have_header dnnl.hpp || missing+=("oneDNN (libdnnl-dev)")
-have_header zlib.h || missing+=("zlib (zlib1g-dev)")
-have_header cudnn.h || missing+=("cuDNN 9 headers (cudnn.h)")
-have_header cublasLt.h || missing+=("cuBLASLt headers (cublasLt.h)")
-if [ ${#missing[@]} -gt 0 ]; then
-  say "missing prerequisites: ${missing[*]}"
-  status=1
-fi
+# ---- phases -----------------------------------------------------------------------------
+built() { [ -f "$BUILD_DIR/CMakeCache.txt" ] && [ -f "$BUILD_DIR/.gpu-check-built" ]; }
 
-# ---- build -------------------------------------------------------------------------
-ARCH_FLAG=()
-[ -n "${CUDA_ARCHS:-}" ] && ARCH_FLAG=(-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS")
-say "== configure ($BUILD_DIR)"
-if [ $status -ne 0 ]; then
-  say "configure skipped: prerequisites missing"
-elif ! cmake -S "$SRC" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DMIXP_WITH_CUDA=ON "${ARCH_FLAG[@]}" \
-    > "$LOG/configure.txt" 2>&1; then
-  say "configure FAILED (see logs/configure.txt)"; status=1
-fi
-build_ok=0
-plugin_s="n/a"; all_s="n/a"
-if [ $status -eq 0 ]; then
-  say "== build: libmixp_cuda.so, then everything (-j$JOBS)"
+phase_build() {
+  report ""; report "## Build (started $(date -u +%H:%M:%S))"; report ""
+  local missing=()
+  command -v cmake >/dev/null 2>&1 || missing+=("cmake (>= 3.22)")
+  command -v c++ >/dev/null 2>&1 || missing+=("a C++20 compiler (g++ >= 12)")
+  [ -x "$NVCC" ] || missing+=("nvcc (CUDA toolkit)")
+  if [ ${#GEN_ARGS[@]} -gt 0 ] && ! command -v ninja >/dev/null 2>&1; then missing+=("make or ninja"); fi
+  if [ ${#missing[@]} -gt 0 ]; then
+    say "missing prerequisites: ${missing[*]}"; report "- missing prerequisites: ${missing[*]}"; return 1
+  fi
+  say "== configure ($BUILD_DIR)"
+  local t0; t0=$(date +%s.%N)
+  if ! cmake -S "$SRC" -B "$BUILD_DIR" "${GEN_ARGS[@]}" -DCMAKE_BUILD_TYPE=Release -DMIXP_WITH_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS" "${DEPS_ARGS[@]}" "${EXTRA_ARGS[@]}" > "$LOG/configure.txt" 2>&1; then
+    say "configure FAILED (see configure.txt)"; report "- configure FAILED:"; report '```'
+    tail -25 "$LOG/configure.txt" >> "$REPORT"; report '```'; return 1
+  fi
+  report "- configure: $(secs_since "$t0") s ($(grep -E 'mixp: cuDNN' "$LOG/configure.txt" | sed 's/^-- //'))"
+  pack_logs
+  say "== build: libmixp_cuda.so first, then ${BUILD_TARGETS:-everything} (-j$JOBS)"
   t0=$(date +%s.%N)
-  cmake --build "$BUILD_DIR" --target mixp_cuda -j"$JOBS" > "$LOG/build-plugin.txt" 2>&1 && plugin_ok=1 || plugin_ok=0
-  t1=$(date +%s.%N)
-  cmake --build "$BUILD_DIR" -j"$JOBS" > "$LOG/build.txt" 2>&1 && build_ok=$plugin_ok
-  t2=$(date +%s.%N)
-  plugin_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.0f", b-a}')
-  all_s=$(awk -v a="$t1" -v b="$t2" 'BEGIN{printf "%.0f", b-a}')
-  [ $build_ok -eq 1 ] || { say "build FAILED (see logs/build*.txt)"; status=1; }
-fi
+  if ! cmake --build "$BUILD_DIR" --target mixp_cuda -j"$JOBS" > "$LOG/build-plugin.txt" 2>&1; then
+    say "build of libmixp_cuda.so FAILED"; report "- libmixp_cuda.so FAILED:"; report '```'
+    grep -E 'error|Error' "$LOG/build-plugin.txt" | head -30 >> "$REPORT"; report '```'; return 1
+  fi
+  report "- libmixp_cuda.so: $(secs_since "$t0") s"
+  pack_logs
+  t0=$(date +%s.%N)
+  local targets=()
+  # shellcheck disable=SC2206
+  [ -n "${BUILD_TARGETS:-}" ] && targets=(--target ${BUILD_TARGETS})
+  if ! cmake --build "$BUILD_DIR" "${targets[@]}" -j"$JOBS" > "$LOG/build.txt" 2>&1; then
+    say "build FAILED"; report "- build FAILED:"; report '```'
+    grep -E 'error|Error' "$LOG/build.txt" | head -30 >> "$REPORT"; report '```'; return 1
+  fi
+  report "- ${BUILD_TARGETS:-everything else}: $(secs_since "$t0") s; result: OK"
+  # Only a full build lets the test and bench phases skip building.
+  [ -z "${BUILD_TARGETS:-}" ] && touch "$BUILD_DIR/.gpu-check-built"
+  return 0
+}
 
-# ---- tests -------------------------------------------------------------------------
-tests_summary="not run"
-cuda_summary="not run"
-if [ $build_ok -eq 1 ] && [ -z "${SKIP_TESTS:-}" ]; then
-  say "== ctest: the CPU tests, then (serially, one GPU) everything labelled cuda"
-  ctest --test-dir "$BUILD_DIR" -LE cuda -j"$(( JOBS > 8 ? 8 : JOBS ))" --output-on-failure --timeout 1200 \
-    > "$LOG/ctest-cpu.txt" 2>&1 || status=1
-  tests_summary=$(grep -E "tests passed|tests failed" "$LOG/ctest-cpu.txt" | tail -1)
-  ctest --test-dir "$BUILD_DIR" -L cuda --output-on-failure --timeout 1200 \
-    > "$LOG/ctest-cuda.txt" 2>&1 || status=1
-  cuda_summary=$(grep -E "tests passed|tests failed" "$LOG/ctest-cuda.txt" | tail -1)
+phase_test() {
+  report ""; report "## Tests (started $(date -u +%H:%M:%S))"; report ""
+  local rc=0 t0
+  if [ -n "${CPU_TESTS:-}" ]; then
+    say "== ctest -LE cuda (CPU tests)"
+    t0=$(date +%s.%N)
+    ctest --test-dir "$BUILD_DIR" -LE cuda -j"$(( JOBS > 8 ? 8 : JOBS ))" --output-on-failure --timeout 300 \
+      > "$LOG/ctest-cpu.txt" 2>&1 || rc=1
+    report "- CPU tests (ctest -LE cuda, $(secs_since "$t0") s): $(grep -E 'tests passed|tests failed' "$LOG/ctest-cpu.txt" | tail -1)"
+    pack_logs
+  else
+    report "- CPU tests: skipped (CI runs them; CPU_TESTS=1 to run them here)"
+  fi
+  say "== ctest -L cuda -j4"
+  t0=$(date +%s.%N)
+  # Four suites at once share the one GPU; each opens its own session.
+  ctest --test-dir "$BUILD_DIR" -L cuda -j4 --output-on-failure --timeout 240 \
+    > "$LOG/ctest-cuda.txt" 2>&1 || rc=1
+  local summary skipped
+  summary=$(grep -E 'tests passed|tests failed' "$LOG/ctest-cuda.txt" | tail -1)
   skipped=$(grep -c '\*\*\*Skipped' "$LOG/ctest-cuda.txt")
-  cuda_summary="$cuda_summary; $skipped skipped"
-  # With a GPU present a skipped CUDA suite means the device was not usable.
+  report "- GPU tests (ctest -L cuda: cuda_<suite> with MIXP_TEST_DEVICE=cuda, test_cuda_*, mixp_bench_cuda_device; $(secs_since "$t0") s): ${summary:-no summary}; $skipped skipped"
   if [ "$skipped" -gt 0 ] && nvidia-smi -L >/dev/null 2>&1; then
     say "a GPU is present but $skipped CUDA test(s) skipped: the device was not usable"
-    status=1
+    rc=1
   fi
-  say "cpu: $tests_summary"
-  say "cuda: $cuda_summary"
-fi
+  report ""; report "Skipped, failed or timed out (label cuda):"; report '```'
+  grep -E "\*\*\*(Skipped|Failed)|Not Run|\(Failed\)|\(Timeout\)|Exception" "$LOG/ctest-cuda.txt" >> "$REPORT" || report "(none)"
+  report '```'
+  say "cuda: $summary; $skipped skipped"
+  return $rc
+}
 
-# ---- benchmarks ----------------------------------------------------------------------
-bench_rc="not run"
-if [ $build_ok -eq 1 ] && [ -z "${SKIP_BENCH:-}" ]; then
-  say "== mixp-bench --device cuda (beside PyTorch)"
-  BENCH_ARGS=(--device cuda)
-  if [ -n "$PY" ]; then BENCH_ARGS+=(--python "$PY"); else BENCH_ARGS+=(--no-torch); fi
-  "$BUILD_DIR/tools/mixp-bench" "${BENCH_ARGS[@]}" > "$LOG/bench.txt" 2> "$LOG/bench-stderr.txt"
-  bench_rc=$?
-  if [ "$bench_rc" -ne 0 ]; then
-    say "mixp-bench exited with $bench_rc (see logs/bench-stderr.txt)"
-    status=1
-  fi
-fi
+phase_bench() {
+  report ""; report "## Benchmarks (started $(date -u +%H:%M:%S); mixp-bench --device cuda; ratio > 1 = mixp faster)"; report ""
+  local args=(--device cuda) rc=0 t0
+  if [ -n "$PY" ]; then args+=(--python "$PY"); else args+=(--no-torch); fi
+  say "== mixp-bench ${args[*]}"
+  t0=$(date +%s.%N)
+  timeout 540 "$BUILD_DIR/tools/mixp-bench" "${args[@]}" > "$LOG/bench.txt" 2> "$LOG/bench-stderr.txt" || rc=$?
+  report '```'; cat "$LOG/bench.txt" >> "$REPORT"
+  [ -s "$LOG/bench-stderr.txt" ] && { report "--- stderr:"; tail -20 "$LOG/bench-stderr.txt" >> "$REPORT"; }
+  report '```'
+  report "- $(secs_since "$t0") s; exit status $rc"
+  [ $rc -eq 0 ] || say "mixp-bench exited with $rc (see bench-stderr.txt)"
+  return $rc
+}
 
-# ---- report ---------------------------------------------------------------------------
-{
-  echo "# mixp GPU check"
-  echo
-  echo '```'
-  cat "$LOG/env.txt"
-  echo '```'
-  echo
-  echo "## Build"
-  echo
-  [ ${#missing[@]} -gt 0 ] && echo "- missing prerequisites: ${missing[*]}"
-  echo "- libmixp_cuda.so alone: ${plugin_s} s; the rest: ${all_s} s (-j$JOBS)"
-  echo "- result: $([ $build_ok -eq 1 ] && echo OK || echo FAILED)"
-  echo
-  echo "## Tests"
-  echo
-  echo "- CPU tests (ctest -LE cuda): ${tests_summary}"
-  echo "- GPU tests (ctest -L cuda: the cuda_<suite> copies with MIXP_TEST_DEVICE=cuda, test_cuda_*, mixp_bench_cuda_device): ${cuda_summary}"
-  if [ -f "$LOG/ctest-cuda.txt" ]; then
-    echo
-    echo "Skipped or failed (label cuda):"
-    echo
-    echo '```'
-    grep -E "\*\*\*(Skipped|Failed)|Not Run|\(Failed\)|\(Timeout\)" "$LOG/ctest-cuda.txt" || echo "(none)"
-    echo '```'
+for p in ${PHASES//,/ }; do
+  if [ "$p" != build ] && ! built; then
+    say "== $p needs a build: building first"
+    phase_build || { status=1; pack_logs; break; }
   fi
-  echo
-  echo "## Benchmarks (mixp-bench --device cuda; ratio > 1 = mixp faster)"
-  echo
-  if [ -f "$LOG/bench.txt" ]; then
-    echo '```'
-    cat "$LOG/bench.txt"
-    [ -s "$LOG/bench-stderr.txt" ] && { echo "--- stderr:"; tail -20 "$LOG/bench-stderr.txt"; }
-    echo '```'
-  else
-    echo "not run"
-  fi
-  echo
-  echo "Logs: logs/ beside this file."
-} > "$REPORT"
+  "phase_$p" || status=1
+  pack_logs
+  [ "$p" = build ] && [ $status -ne 0 ] && break
+done
+report ""; report "Result: $([ $status -eq 0 ] && echo OK || echo FAILED) ($(date -u +%H:%M:%S)); logs: gpu-logs.tar.gz"
+pack_logs
 say "report: $REPORT"
 exit $status

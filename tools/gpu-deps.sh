@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The build dependencies a bare GPU machine lacks, taken there as Debian
+# packages (the GPU machine has the CUDA toolkit, cmake and ninja, but no
+# package registry and no oneDNN, CMocka or zlib headers).
+#
+#   tools/gpu-deps.sh [DIR]                 fetch (on a machine with Debian's registry)
+#   tools/gpu-deps.sh --unpack DIR PREFIX   unpack (on the GPU machine)
+#
+# DIR defaults to gpu-deps/ in the repository, which .gitignore ignores, so
+# the device tool can carry it (`carry: ["gpu-deps"]`). Fetching needs no
+# root: `apt-get download` writes the .deb files (~8 MB) into DIR with a
+# SHA256SUMS beside them. Unpacking uses `dpkg-deb -x` (or ar + tar where
+# dpkg is missing) into PREFIX, never into /: point the build at it with
+# MIXP_DEPS_PREFIX=PREFIX (tools/gpu-check.sh does, and unpacks for you
+# when given MIXP_DEPS_DEBS=DIR).
+#
+# What and why:
+#   libdnnl2 libdnnl-dev     oneDNN 2.6, libmixp.so's CPU backend
+#   ocl-icd-libopencl1       Debian's libdnnl.so.2 needs libOpenCL.so.1
+#   libcmocka0 libcmocka-dev the C test suites
+#   zlib1g-dev               zlib.h (checkpoints); its libz.so is an absolute
+#                            link to Debian's libz.so.1.2.13, so the build
+#                            links the GPU machine's own libz.so.1 instead
+set -euo pipefail
+PACKAGES=(libdnnl2 libdnnl-dev ocl-icd-libopencl1 libcmocka0 libcmocka-dev zlib1g-dev)
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+
+unpack() {
+  local dir=$1 prefix=$2 n=0
+  mkdir -p "$prefix"
+  for deb in "$dir"/*.deb; do
+    [ -e "$deb" ] || { echo "gpu-deps.sh: no .deb files in $dir (run tools/gpu-deps.sh $dir where apt-get works)" >&2; exit 1; }
+    if command -v dpkg-deb >/dev/null 2>&1; then
+      dpkg-deb -x "$deb" "$prefix"
+    else
+      local data
+      data=$(ar t "$deb" | grep '^data\.tar')
+      ar p "$deb" "$data" | tar -x -C "$prefix" -f - --no-same-owner
+    fi
+    n=$((n + 1))
+  done
+  echo "gpu-deps.sh: unpacked $n packages into $prefix"
+}
+
+fetch() {
+  local dir=$1
+  command -v apt-get >/dev/null 2>&1 || { echo "gpu-deps.sh: apt-get not found: fetch on a Debian machine" >&2; exit 1; }
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)
+  rm -f "$dir"/*.deb "$dir/SHA256SUMS"
+  # apt-get download writes into the working directory; as root it warns that
+  # the _apt user cannot write there, which is harmless.
+  (cd "$dir" && apt-get download "${PACKAGES[@]}" 2>&1 | grep -v '^W: Download is performed unsandboxed') || true
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    compgen -G "$dir/${p}_*.deb" >/dev/null || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "gpu-deps.sh: could not download: ${missing[*]} (is 'apt-get update' done?)" >&2
+    exit 1
+  fi
+  (cd "$dir" && sha256sum ./*.deb > SHA256SUMS)
+  echo "gpu-deps.sh: $(ls "$dir"/*.deb | wc -l) packages, $(du -sh "$dir" | cut -f1) in $dir"
+}
+
+if [ "${1:-}" = "--unpack" ]; then
+  [ $# -eq 3 ] || { echo "usage: tools/gpu-deps.sh --unpack DIR PREFIX" >&2; exit 2; }
+  unpack "$2" "$3"
+else
+  [ $# -le 1 ] || { echo "usage: tools/gpu-deps.sh [DIR] | --unpack DIR PREFIX" >&2; exit 2; }
+  fetch "${1:-$REPO/gpu-deps}"
+fi
