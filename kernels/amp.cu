@@ -226,7 +226,7 @@ void CudaBackend::update_scale(const ScaleUpdate &u) {
 
 void CudaBackend::grad_norm_sq(const View *grads, int n, const View &out) {
   const int64_t nchunks = total_chunks(grads, n);
-  Scratch partial(size_t(std::max<int64_t>(nchunks, 1)) * sizeof(double), stream());
+  Scratch partial(*this, size_t(std::max<int64_t>(nchunks, 1)) * sizeof(double));
   double *pp = partial.as<double>();
   for_each_table(grads, n, [&](const Table &t, int nb, int64_t first) {
     norm_partial_kernel<<<unsigned(nb), kMtaThreads, 0, stream()>>>(t, first, pp);

@@ -239,21 +239,35 @@ inline unsigned grid_for(int64_t work, int threads = kThreads) {
   return unsigned(b < kMaxBlocks ? b : kMaxBlocks);
 }
 
+// Kernels with one block per row launch at most this many blocks at once
+// (gridDim.x's limit); for_row_pieces cuts longer row ranges into launches
+// of whole pieces, so a row count is never truncated by a cast. `multiple`
+// keeps every piece's first row a multiple of it (rows that cycle through
+// groups).
+constexpr int64_t kMaxRowBlocks = INT32_MAX;
+template <class F>
+void for_row_pieces(int64_t rows, F &&launch, int64_t multiple = 1) {
+  const int64_t step = kMaxRowBlocks / multiple * multiple;
+  for (int64_t r0 = 0; r0 < rows; r0 += step)
+    launch(r0, unsigned(rows - r0 < step ? rows - r0 : step));
+}
+
 // Checks that the launch just made was accepted (configuration errors are
 // reported at once; faults inside a kernel surface at the next sync).
 #define MIXP_CUDA_LAUNCHED() MIXP_CUDA_CHECK(cudaGetLastError())
 
-// Scratch device memory ordered on the stream: freed with cudaFreeAsync
+// Scratch device memory ordered on the stream, from the session's own pool
+// (CudaBackend::allocate: the process's default pool, which other libraries
+// in the process own and tune, is never touched): returned to the pool
 // after the kernels that use it, so it never waits for the device.
 struct Scratch {
   void *p = nullptr;
-  cudaStream_t s = nullptr;
-  Scratch(size_t nbytes, cudaStream_t stream) : s(stream) {
-    if (nbytes) MIXP_CUDA_CHECK(cudaMallocAsync(&p, nbytes, stream));
+  size_t n = 0;
+  CudaBackend &be;
+  Scratch(CudaBackend &backend, size_t nbytes) : n(nbytes), be(backend) {
+    if (nbytes) p = be.allocate(nbytes);
   }
-  ~Scratch() {
-    if (p) cudaFreeAsync(p, s);
-  }
+  ~Scratch() { be.deallocate(p, n); }
   Scratch(const Scratch &) = delete;
   Scratch &operator=(const Scratch &) = delete;
   template <class T> T *as() const { return static_cast<T *>(p); }

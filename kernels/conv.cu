@@ -5,6 +5,14 @@
 // results track the CPU's); F64 in fp64. Among the algorithms the heuristic
 // offers, the first deterministic one that fits is taken, and the choice is
 // cached per geometry, dtype and direction.
+//
+// NHWC: cuDNN's NHWC Tensor-Core engines want the filter in KRSC; mixp's
+// weights are KCRS in both layouts, so an NHWC convolution reorders the
+// (small) filter into scratch first, and the weight gradient back.
+// cuDNN's legacy descriptors take int sizes and strides: a batch whose
+// tensors pass 2^31 elements runs in pieces of whole images; an image
+// above 2^31 elements is refused with MIXP_ERR_UNSUPPORTED.
+#include <algorithm>
 #include <cstdint>
 
 #include "common.cuh"
@@ -48,7 +56,9 @@ struct Descs {
     MIXP_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
     set_act(x, g.n, g.c_in, g.h, g.w, g.nhwc);
     set_act(y, g.n, g.c_out, g.oh, g.ow, g.nhwc);
-    MIXP_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, dt, CUDNN_TENSOR_NCHW, as_int(g.c_out, "c_out"),
+    // NHWC filters are described (and stored, by the callers) as KRSC.
+    MIXP_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, dt, g.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                                as_int(g.c_out, "c_out"),
                                                 as_int(g.c_in / g.groups, "c_in/groups"),
                                                 as_int(g.kh, "kh"), as_int(g.kw, "kw")));
     const cudnnDataType_t compute = dtype == MIXP_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
@@ -63,10 +73,13 @@ struct Descs {
   void set_act(cudnnTensorDescriptor_t d, int64_t n, int64_t c, int64_t h, int64_t w_, bool nhwc) {
     const int N = as_int(n, "n"), C = as_int(c, "channels"), H = as_int(h, "height"),
               W = as_int(w_, "width");
+    // Strides in 64 bits first: H * W * C can pass 2^31 while each factor fits.
+    const int image = as_int(c * h * w_, "an image's element count (C*H*W)");
+    as_int(n * c * h * w_, "a batch piece's element count");
     if (nhwc)
-      MIXP_CUDNN_CHECK(cudnnSetTensor4dDescriptorEx(d, dt, N, C, H, W, H * W * C, 1, W * C, C));
+      MIXP_CUDNN_CHECK(cudnnSetTensor4dDescriptorEx(d, dt, N, C, H, W, image, 1, as_int(w_ * c, "W*C"), C));
     else
-      MIXP_CUDNN_CHECK(cudnnSetTensor4dDescriptorEx(d, dt, N, C, H, W, C * H * W, H * W, W, 1));
+      MIXP_CUDNN_CHECK(cudnnSetTensor4dDescriptorEx(d, dt, N, C, H, W, image, as_int(h * w_, "H*W"), W, 1));
   }
   ~Descs() {
     if (conv) cudnnDestroyConvolutionDescriptor(conv);
@@ -149,6 +162,63 @@ struct Scales {
   const void *zero() const { return dbl ? static_cast<const void *>(&d0) : &f0; }
 };
 
+// The filter between mixp's KCRS and cuDNN's NHWC (KRSC) order; rs = R*S,
+// c = input channels per group.
+template <class T>
+__global__ void filter_layout_kernel(const T *src, T *dst, int64_t k, int64_t c, int64_t rs,
+                                     bool to_krsc) {
+  const int64_t total = k * c * rs;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t from;
+    if (to_krsc) {  // e = (kk * rs + p) * c + cc
+      const int64_t cc = e % c, p = (e / c) % rs, kk = e / (c * rs);
+      from = (kk * c + cc) * rs + p;
+    } else {  // e = (kk * c + cc) * rs + p
+      const int64_t p = e % rs, cc = (e / rs) % c, kk = e / (c * rs);
+      from = (kk * rs + p) * c + cc;
+    }
+    dst[e] = src[from];
+  }
+}
+
+void filter_layout(CudaBackend &be, DType dt, const void *src, void *dst, const Conv2dGeom &g,
+                   bool to_krsc) {
+  dispatch_float_dt(dt, "conv2d filter layout", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t total = g.c_out * (g.c_in / g.groups) * g.kh * g.kw;
+    filter_layout_kernel<T><<<grid_for(total), kThreads, 0, be.stream()>>>(
+        static_cast<const T *>(src), static_cast<T *>(dst), g.c_out, g.c_in / g.groups,
+        g.kh * g.kw, to_krsc);
+    MIXP_CUDA_LAUNCHED();
+  });
+}
+
+size_t filter_bytes(const Conv2dGeom &g, DType dt) {
+  return size_t(g.c_out * (g.c_in / g.groups) * g.kh * g.kw) * dtype_size(dt);
+}
+
+// Calls f(piece, n0, first) over pieces of whole images such that no tensor
+// of a piece passes 2^31 elements (cuDNN's int descriptors); one piece for
+// any batch that fits, which is every batch in practice.
+template <class F>
+void for_batch_pieces(const Conv2dGeom &g, F &&f) {
+  const int64_t per_image = std::max({g.c_in * g.h * g.w, g.c_out * g.oh * g.ow, int64_t(1)});
+  const int64_t max_n = std::max<int64_t>(INT32_MAX / per_image, 1);
+  for (int64_t n0 = 0; n0 < g.n; n0 += max_n) {
+    Conv2dGeom piece = g;
+    piece.n = std::min(max_n, g.n - n0);
+    f(piece, n0, n0 == 0);
+  }
+}
+
+const void *at_image(const View &v, int64_t n0, int64_t per_image) {
+  return static_cast<const char *>(v.data) + size_t(n0 * per_image) * dtype_size(v.dtype);
+}
+void *at_image_mut(const View &v, int64_t n0, int64_t per_image) {
+  return static_cast<char *>(v.data) + size_t(n0 * per_image) * dtype_size(v.dtype);
+}
+
 template <class T>
 __global__ void add_channel_bias(T *y, const T *bias, int64_t total, int64_t c, int64_t inner,
                                  bool nhwc) {
@@ -167,16 +237,22 @@ void CudaBackend::conv2d(const Conv2dGeom &g, const View &x, const View &w, cons
   if (g.c_in == 0 || g.kh == 0 || g.kw == 0) {  // empty sum: only the bias
     fill(y, 0.0);
   } else {
-    Descs d(g, x.dtype);
-    const int algo = algo_for(*this, g, x.dtype, Dir::Fwd, d);
-    size_t ws = 0;
-    MIXP_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
-        dnn(*this), d.x, d.w, d.conv, d.y, cudnnConvolutionFwdAlgo_t(algo), &ws));
-    Scratch scratch(ws, stream());
-    Scales s(x.dtype);
-    MIXP_CUDNN_CHECK(cudnnConvolutionForward(dnn(*this), s.one(), d.x, x.data, d.w, w.data,
-                                             d.conv, cudnnConvolutionFwdAlgo_t(algo), scratch.p,
-                                             ws, s.zero(), d.y, y.data));
+    Scratch krsc(*this, g.nhwc ? filter_bytes(g, w.dtype) : 0);
+    if (g.nhwc) filter_layout(*this, w.dtype, w.data, krsc.p, g, true);
+    const void *filter = g.nhwc ? krsc.p : w.data;
+    for_batch_pieces(g, [&](const Conv2dGeom &pg, int64_t n0, bool) {
+      Descs d(pg, x.dtype);
+      const int algo = algo_for(*this, pg, x.dtype, Dir::Fwd, d);
+      size_t ws = 0;
+      MIXP_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
+          dnn(*this), d.x, d.w, d.conv, d.y, cudnnConvolutionFwdAlgo_t(algo), &ws));
+      Scratch scratch(*this, ws);
+      Scales s(x.dtype);
+      MIXP_CUDNN_CHECK(cudnnConvolutionForward(
+          dnn(*this), s.one(), d.x, at_image(x, n0, g.c_in * g.h * g.w), d.w, filter, d.conv,
+          cudnnConvolutionFwdAlgo_t(algo), scratch.p, ws, s.zero(), d.y,
+          at_image_mut(y, n0, g.c_out * g.oh * g.ow)));
+    });
   }
   if (bias) {
     dispatch_float_dt(y.dtype, "conv2d bias", [&](auto tag) {
@@ -197,16 +273,22 @@ void CudaBackend::conv2d_backward_data(const Conv2dGeom &g, const View &gy, cons
     fill(gx, 0.0);
     return;
   }
-  Descs d(g, gy.dtype);
-  const int algo = algo_for(*this, g, gy.dtype, Dir::BwdData, d);
-  size_t ws = 0;
-  MIXP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-      dnn(*this), d.w, d.y, d.conv, d.x, cudnnConvolutionBwdDataAlgo_t(algo), &ws));
-  Scratch scratch(ws, stream());
-  Scales s(gy.dtype);
-  MIXP_CUDNN_CHECK(cudnnConvolutionBackwardData(dnn(*this), s.one(), d.w, w.data, d.y, gy.data,
-                                                d.conv, cudnnConvolutionBwdDataAlgo_t(algo),
-                                                scratch.p, ws, s.zero(), d.x, gx.data));
+  Scratch krsc(*this, g.nhwc ? filter_bytes(g, w.dtype) : 0);
+  if (g.nhwc) filter_layout(*this, w.dtype, w.data, krsc.p, g, true);
+  const void *filter = g.nhwc ? krsc.p : w.data;
+  for_batch_pieces(g, [&](const Conv2dGeom &pg, int64_t n0, bool) {
+    Descs d(pg, gy.dtype);
+    const int algo = algo_for(*this, pg, gy.dtype, Dir::BwdData, d);
+    size_t ws = 0;
+    MIXP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+        dnn(*this), d.w, d.y, d.conv, d.x, cudnnConvolutionBwdDataAlgo_t(algo), &ws));
+    Scratch scratch(*this, ws);
+    Scales s(gy.dtype);
+    MIXP_CUDNN_CHECK(cudnnConvolutionBackwardData(
+        dnn(*this), s.one(), d.w, filter, d.y, at_image(gy, n0, g.c_out * g.oh * g.ow), d.conv,
+        cudnnConvolutionBwdDataAlgo_t(algo), scratch.p, ws, s.zero(), d.x,
+        at_image_mut(gx, n0, g.c_in * g.h * g.w)));
+  });
 }
 
 void CudaBackend::conv2d_backward_weights(const Conv2dGeom &g, const View &x, const View &gy,
@@ -216,16 +298,24 @@ void CudaBackend::conv2d_backward_weights(const Conv2dGeom &g, const View &x, co
     fill(gw, 0.0);
     return;
   }
-  Descs d(g, x.dtype);
-  const int algo = algo_for(*this, g, x.dtype, Dir::BwdFilter, d);
-  size_t ws = 0;
-  MIXP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-      dnn(*this), d.x, d.y, d.conv, d.w, cudnnConvolutionBwdFilterAlgo_t(algo), &ws));
-  Scratch scratch(ws, stream());
-  Scales s(x.dtype);
-  MIXP_CUDNN_CHECK(cudnnConvolutionBackwardFilter(dnn(*this), s.one(), d.x, x.data, d.y, gy.data,
-                                                  d.conv, cudnnConvolutionBwdFilterAlgo_t(algo),
-                                                  scratch.p, ws, s.zero(), d.w, gw.data));
+  // NHWC: the gradient is produced in KRSC and reordered into gw (KCRS).
+  Scratch krsc(*this, g.nhwc ? filter_bytes(g, gw.dtype) : 0);
+  void *filter = g.nhwc ? krsc.p : gw.data;
+  for_batch_pieces(g, [&](const Conv2dGeom &pg, int64_t n0, bool first) {
+    Descs d(pg, x.dtype);
+    const int algo = algo_for(*this, pg, x.dtype, Dir::BwdFilter, d);
+    size_t ws = 0;
+    MIXP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+        dnn(*this), d.x, d.y, d.conv, d.w, cudnnConvolutionBwdFilterAlgo_t(algo), &ws));
+    Scratch scratch(*this, ws);
+    Scales s(x.dtype);
+    // Later pieces add their part of the sum over images (beta = 1).
+    MIXP_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+        dnn(*this), s.one(), d.x, at_image(x, n0, g.c_in * g.h * g.w), d.y,
+        at_image(gy, n0, g.c_out * g.oh * g.ow), d.conv, cudnnConvolutionBwdFilterAlgo_t(algo),
+        scratch.p, ws, first ? s.zero() : s.one(), d.w, filter));
+  });
+  if (g.nhwc) filter_layout(*this, gw.dtype, krsc.p, gw.data, g, false);
 }
 
 }  // namespace mixp::cuda

@@ -63,6 +63,7 @@ class CudaBackend final : public Backend {
 
   void copy(const View &src, const View &dst) override;
   void fill(const View &dst, double value) override;
+  void causal_mask(const View &dst, int64_t rows, int64_t cols) override;
   void unary(UnaryOp op, const View &x, const View &y, double s) override;
   void unary_backward(UnaryOp op, const View &x, const View &y, const View &gy, const View &gx,
                       double s) override;
@@ -86,8 +87,10 @@ class CudaBackend final : public Backend {
   void check_indices(const IndexCheck &chk, const View &indices, const View *inv_count) override;
   void scatter_dim(const View &src, const View &indices, int64_t outer, int64_t n, int64_t inner,
                    const View &dst) override;
-  // True while check_indices kernels have been queued since the last report.
-  bool index_checks_pending() const noexcept { return !pending_checks_.empty(); }
+  // True once any check_indices kernel has been queued in this session: from
+  // then on every synchronisation looks at the error slot (kernels replayed
+  // from a CUDA graph write it too, with no host call in between).
+  bool index_checks_armed() const noexcept { return index_error_ != nullptr; }
   // Call right after a full stream synchronisation: every queued check has
   // run, so the first bad index any of them found (in stream order) is
   // reported as MIXP_ERR_INVALID_ARGUMENT naming the op, the position and
@@ -159,7 +162,7 @@ class CudaBackend final : public Backend {
  public:
   // Written by the check kernels through a mapped pinned page, read by the
   // host after a synchronisation without a copy. check == 0: no error;
-  // otherwise the 1-based entry of pending_checks_ that failed.
+  // otherwise the 1-based entry of checks_ that failed.
   struct IndexErrorSlot {
     int32_t check;
     int32_t unused;
@@ -167,15 +170,16 @@ class CudaBackend final : public Backend {
   };
 
  private:
-  struct PendingCheck {
+  struct IndexCheckInfo {
     std::string fn, what, note;
     int64_t limit;
   };
   IndexErrorSlot *index_error_ = nullptr;      // host address
   IndexErrorSlot *index_error_dev_ = nullptr;  // the same page, device address
-  // The distinct checks queued since the last report (a training loop
-  // repeats the same few, so this stays small between synchronisations).
-  std::vector<PendingCheck> pending_checks_;
+  // Every distinct check ever queued, never cleared, so the id a kernel
+  // writes names its op even when the kernel was replayed from a captured
+  // graph long after the host call (a training loop repeats the same few).
+  std::vector<IndexCheckInfo> checks_;
 };
 
 }  // namespace mixp::cuda

@@ -101,6 +101,17 @@ __global__ void fill_kernel(char *dst, DType dd, int des, Strided<1> g, int64_t 
   }
 }
 
+// dst[i, j] = j <= i ? 0 : -inf over a contiguous [rows, cols] tensor.
+template <class T>
+__global__ void causal_mask_kernel(T *dst, int64_t rows, int64_t cols) {
+  const int64_t n = rows * cols;
+  for (int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < n;
+       k += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t i = k / cols, j = k - i * cols;
+    dst[k] = st<T>(j <= i ? acc_t<T>(0) : -acc_t<T>(INFINITY));
+  }
+}
+
 // ---- unary -----------------------------------------------------------------------
 
 template <class A>
@@ -252,6 +263,16 @@ void CudaBackend::fill(const View &dst, double value) {
   }
   fill_kernel<<<grid_for(n), kThreads, 0, stream()>>>(static_cast<char *>(dst.data), dst.dtype, int(es),
                                                        g, n, value);
+  MIXP_CUDA_LAUNCHED();
+}
+
+void CudaBackend::causal_mask(const View &dst, int64_t rows, int64_t cols) {
+  if (rows <= 0 || cols <= 0) return;
+  dispatch_float_dt(dst.dtype, "causal_mask", [&](auto tag) {
+    using T = decltype(tag);
+    causal_mask_kernel<T><<<grid_for(rows * cols), kThreads, 0, stream()>>>(
+        static_cast<T *>(dst.data), rows, cols);
+  });
   MIXP_CUDA_LAUNCHED();
 }
 

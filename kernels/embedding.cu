@@ -106,7 +106,7 @@ void CudaBackend::embedding_backward(const View &gy, const View &indices, int64_
   MIXP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, static_cast<const int32_t *>(nullptr),
                                                   static_cast<int32_t *>(nullptr), static_cast<const int32_t *>(nullptr),
                                                   static_cast<int32_t *>(nullptr), n, 0, end_bit, stream()));
-  Scratch buf(4 * arr + temp_bytes, stream());
+  Scratch buf(*this, 4 * arr + temp_bytes);
   int32_t *keys_in = buf.as<int32_t>();
   int32_t *pos_in = reinterpret_cast<int32_t *>(buf.as<char>() + arr);
   int32_t *keys = reinterpret_cast<int32_t *>(buf.as<char>() + 2 * arr);

@@ -3,7 +3,10 @@
 // Row-major mixp operands are handed to column-major cuBLASLt as the
 // transposed product: C^T (n x m) = B^T (n x k) * A^T (k x m), so no data
 // moves. The algorithm is chosen once per (shape, dtype, layout, epilogue,
-// alignment) by the heuristic and cached in Libs::gemm_plans.
+// alignment) by the heuristic and cached in Libs::gemm_plans. Sizes are
+// 64-bit throughout: cuBLASLt's layouts take them as such, the fallback uses
+// the _64 API, and batches beyond cuBLASLt's int32 count run in pieces.
+#include <algorithm>
 #include <cstdint>
 
 #include "common.cuh"
@@ -121,6 +124,19 @@ void destroy_gemm_plans(CudaBackend::Libs &libs) noexcept {
 
 void CudaBackend::gemm(const GemmArgs &g) {
   if (g.batch <= 0 || g.m <= 0 || g.n <= 0) return;
+  if (g.batch > INT32_MAX) {
+    // cuBLASLt's batch count is an int32: run the batch in pieces.
+    const size_t es = dtype_size(g.dtype);
+    for (int64_t b0 = 0; b0 < g.batch; b0 += INT32_MAX) {
+      GemmArgs piece = g;
+      piece.batch = std::min<int64_t>(INT32_MAX, g.batch - b0);
+      piece.a = static_cast<const char *>(g.a) + size_t(b0 * g.a_batch) * es;
+      piece.b = static_cast<const char *>(g.b) + size_t(b0 * g.b_batch) * es;
+      piece.c = static_cast<char *>(g.c) + size_t(b0 * g.c_batch) * es;
+      gemm(piece);
+    }
+    return;
+  }
   if (g.k <= 0) {  // empty sum: C = beta * C (+ bias)
     beta_bias(*this, g, g.beta != 0.0f, double(g.beta));
     return;
@@ -142,15 +158,17 @@ void CudaBackend::gemm(const GemmArgs &g) {
   lc.ld = g.c_rs < g.n ? g.n : g.c_rs;
   if (g.m > 1 && g.c_rs < g.n)
     fail(MIXP_ERR_INTERNAL, "cuda gemm: C row stride ", g.c_rs, " < n = ", g.n);
-  const bool bias = g.bias != nullptr;
+  // cuBLASLt's bias epilogue reads the bias with 16-byte vectors; a bias
+  // that is a view at another offset gets the plain product and a separate
+  // bias kernel instead.
+  const bool bias = g.bias != nullptr && alignment(g.bias) >= 16;
 
   GemmKey key;
   key.v = {int64_t(g.dtype) | int64_t(tf32) << 8 | int64_t(la.op) << 9 | int64_t(lb.op) << 11 |
                int64_t(bias) << 13,
            g.batch, g.m, g.n, g.k, la.ld, lb.ld, lc.ld,
            g.batch > 1 ? g.b_batch : 0, g.batch > 1 ? g.a_batch : 0, g.batch > 1 ? g.c_batch : 0,
-           alignment(g.a) | alignment(g.b) << 8 | alignment(g.c) << 16 |
-               (bias ? alignment(g.bias) : 0) << 24,
+           alignment(g.a) | alignment(g.b) << 8 | alignment(g.c) << 16,
            0, 0, 0, 0};
   auto it = L.gemm_plans.find(key);
   if (it == L.gemm_plans.end()) {
@@ -227,16 +245,17 @@ void CudaBackend::gemm(const GemmArgs &g) {
                                                        &g.bias, sizeof g.bias));
     MIXP_CUBLAS_CHECK(cublasLtMatmul(L.lt, p.op, alpha, g.b, p.a, g.a, p.b, beta, g.c, p.c, g.c,
                                      p.c, &p.algo, L.workspace, p.workspace, stream()));
-    return;
+  } else {
+    // Fallback: the classic strided-batched GEMM (its 64-bit API).
+    const cublasGemmAlgo_t algo = CUBLAS_GEMM_DEFAULT;
+    MIXP_CUBLAS_CHECK(cublasSetMathMode(L.blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    MIXP_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(
+        L.blas, la.op, lb.op, g.n, g.m, g.k, alpha, g.b, dt, la.ld, g.batch > 1 ? g.b_batch : 0, g.a,
+        dt, lb.ld, g.batch > 1 ? g.a_batch : 0, beta, g.c, dt, lc.ld, g.batch > 1 ? g.c_batch : 0,
+        g.batch, compute, algo));
   }
-  // Fallback: the classic strided-batched GEMM, then the bias.
-  const cublasGemmAlgo_t algo = CUBLAS_GEMM_DEFAULT;
-  MIXP_CUBLAS_CHECK(cublasSetMathMode(L.blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-  MIXP_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-      L.blas, la.op, lb.op, int(g.n), int(g.m), int(g.k), alpha, g.b, dt, int(la.ld),
-      g.batch > 1 ? g.b_batch : 0, g.a, dt, int(lb.ld), g.batch > 1 ? g.a_batch : 0, beta, g.c, dt,
-      int(lc.ld), g.batch > 1 ? g.c_batch : 0, int(g.batch), compute, algo));
-  if (bias) beta_bias(*this, g, true, 1.0);
+  // A bias the epilogue did not add (no plan, or an unaligned bias).
+  if (g.bias && !(p.op && bias)) beta_bias(*this, g, true, 1.0);
 }
 
 }  // namespace mixp::cuda

@@ -5,9 +5,10 @@
 // a one-block kernel finds the first index outside [0, limit) (a fixed
 // reduction tree: deterministic) and, unless an earlier check in stream order
 // already failed, writes (check, position, value) into a mapped pinned page
-// of the session. The host looks at that page only after a synchronisation
-// the caller asked for anyway (copy_to_host, synchronize, count_nonfinite)
-// and then fails that call with MIXP_ERR_INVALID_ARGUMENT naming the op,
+// of the session. The host looks at that page after every synchronisation
+// the caller asked for anyway (copy_to_host, synchronize, count_nonfinite),
+// whether or not a check was queued since the last one (a replayed CUDA
+// graph runs checks without host calls), and then fails that call with MIXP_ERR_INVALID_ARGUMENT naming the op,
 // e.g. "mixp_cross_entropy: target[12] = 57 is out of range [0, 10) ...
 // (detected on the device)". Meanwhile the consumers never touch memory out
 // of bounds: cross_entropy writes a NaN loss and a zero gradient row,
@@ -91,14 +92,14 @@ void CudaBackend::check_indices(const IndexCheck &chk, const View &indices, cons
     index_error_dev_ = static_cast<IndexErrorSlot *>(dev);
   }
   size_t k = 0;
-  while (k < pending_checks_.size() &&
-         !(pending_checks_[k].limit == chk.limit && pending_checks_[k].fn == chk.fn &&
-           pending_checks_[k].what == chk.what && pending_checks_[k].note == chk.note))
+  while (k < checks_.size() &&
+         !(checks_[k].limit == chk.limit && checks_[k].fn == chk.fn &&
+           checks_[k].what == chk.what && checks_[k].note == chk.note))
     ++k;
-  if (k == pending_checks_.size()) {
+  if (k == checks_.size()) {
     if (k >= size_t(INT32_MAX))
-      fail(MIXP_ERR_INTERNAL, "cuda check_indices: too many distinct checks between syncs");
-    pending_checks_.push_back(PendingCheck{chk.fn, chk.what, chk.note, chk.limit});
+      fail(MIXP_ERR_INTERNAL, "cuda check_indices: too many distinct checks");
+    checks_.push_back(IndexCheckInfo{chk.fn, chk.what, chk.note, chk.limit});
   }
   check_indices_kernel<<<1, kCheckThreads, 0, stream()>>>(
       static_cast<const int64_t *>(indices.data), indices.numel(), chk.limit, chk.has_ignore,
@@ -108,17 +109,15 @@ void CudaBackend::check_indices(const IndexCheck &chk, const View &indices, cons
 }
 
 void CudaBackend::raise_deferred_index_error() {
-  if (pending_checks_.empty()) return;
-  const volatile IndexErrorSlot *s = index_error_;
+  if (!index_error_) return;
+  volatile IndexErrorSlot *s = index_error_;
   const int32_t id = s->check;
-  if (id == 0 || size_t(id) > pending_checks_.size()) {
-    pending_checks_.clear();
-    return;
-  }
-  const PendingCheck c = pending_checks_[size_t(id - 1)];
+  if (id == 0) return;
   const int64_t pos = s->pos, value = s->value;
-  index_error_->check = 0;
-  pending_checks_.clear();
+  s->check = 0;
+  if (size_t(id) > checks_.size())
+    fail(MIXP_ERR_INTERNAL, "cuda: the index error slot names check ", id, " of ", checks_.size());
+  const IndexCheckInfo &c = checks_[size_t(id - 1)];
   fail(MIXP_ERR_INVALID_ARGUMENT, c.fn, ": ", c.what, "[", pos, "] = ", value,
        " is out of range [0, ", c.limit, ")", c.note, " (detected on the device)");
 }

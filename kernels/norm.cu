@@ -92,11 +92,15 @@ __global__ void chan_finish_kernel(const double *partial, int64_t nslabs, int64_
 
 // Per-channel sums into `sums` (2 doubles per channel, device scratch).
 template <class T>
-void channel_sums(cudaStream_t st, ChanSum mode, const T *x, const T *gy, int64_t outer, int64_t c,
+void channel_sums(CudaBackend &be, ChanSum mode, const T *x, const T *gy, int64_t outer, int64_t c,
                   int64_t inner, const double *dmean, const stat_t<T> *mean, const stat_t<T> *rstd,
                   int64_t groups, int64_t cpg, double *sums) {
   const SlabPlan p(outer, inner);
-  Scratch partial(size_t(p.nslabs * c * 2) * sizeof(double), st);
+  if (c > kMaxRowBlocks)
+    fail(MIXP_ERR_UNSUPPORTED, "cuda batch/group norm: ", c, " channels exceed one launch's ", kMaxRowBlocks,
+         " blocks");
+  const cudaStream_t st = be.stream();
+  Scratch partial(be, size_t(p.nslabs * c * 2) * sizeof(double));
   chan_partial_kernel<T><<<dim3(unsigned(c), unsigned(p.nslabs)), kThreads, 0, st>>>(
       mode, x, gy, outer, c, inner, p.rows_per, dmean, mean, rstd, groups, cpg, partial.as<double>());
   MIXP_CUDA_LAUNCHED();
@@ -261,16 +265,16 @@ void CudaBackend::batch_norm_stats(const View &x, int64_t outer, int64_t c, int6
     using S = stat_t<T>;
     const T *px = static_cast<const T *>(x.data);
     const double m = double(outer * inner);
-    Scratch sums(size_t(4 * c) * sizeof(double), stream());
+    Scratch sums(*this, size_t(4 * c) * sizeof(double));
     double *msum = sums.as<double>(), *sqsum = msum + 2 * c;
-    channel_sums<T>(stream(), ChanSum::X, px, nullptr, outer, c, inner, nullptr, nullptr, nullptr, 1, 1, msum);
+    channel_sums<T>(*this, ChanSum::X, px, nullptr, outer, c, inner, nullptr, nullptr, nullptr, 1, 1, msum);
     bn_mean_kernel<<<grid_for(c), kThreads, 0, stream()>>>(msum, c, m);
     MIXP_CUDA_LAUNCHED();
     // The exact means (slot 1 of each pair) centre the second pass.
-    Scratch dmean(size_t(c) * sizeof(double), stream());
+    Scratch dmean(*this, size_t(c) * sizeof(double));
     MIXP_CUDA_CHECK(cudaMemcpy2DAsync(dmean.p, sizeof(double), msum + 1, 2 * sizeof(double), sizeof(double),
                                       size_t(c), cudaMemcpyDeviceToDevice, stream()));
-    channel_sums<T>(stream(), ChanSum::SqDev, px, nullptr, outer, c, inner, dmean.as<double>(), nullptr, nullptr,
+    channel_sums<T>(*this, ChanSum::SqDev, px, nullptr, outer, c, inner, dmean.as<double>(), nullptr, nullptr,
                     1, 1, sqsum);
     bn_stats_finish_kernel<S><<<grid_for(c), kThreads, 0, stream()>>>(
         msum, sqsum, c, m, eps, static_cast<S *>(mean.data), static_cast<S *>(var.data),
@@ -306,13 +310,13 @@ void CudaBackend::batch_norm_backward(const View &x, const View &gy, int64_t out
     const T *px = static_cast<const T *>(x.data), *pg = static_cast<const T *>(gy.data);
     const S *pm = static_cast<const S *>(mean.data), *pi = static_cast<const S *>(invstd.data);
     const bool need_sums = gw || gb || (gx && batch_stats);
-    Scratch sums(size_t(2 * c) * sizeof(double), stream());
+    Scratch sums(*this, size_t(2 * c) * sizeof(double));
     if (need_sums)
-      channel_sums<T>(stream(), ChanSum::GyDev, px, pg, outer, c, inner, nullptr, pm, nullptr, 1, 1,
+      channel_sums<T>(*this, ChanSum::GyDev, px, pg, outer, c, inner, nullptr, pm, nullptr, 1, 1,
                       sums.as<double>());
     else
       MIXP_CUDA_CHECK(cudaMemsetAsync(sums.p, 0, size_t(2 * c) * sizeof(double), stream()));
-    Scratch coef(gx ? size_t(4 * c) * sizeof(A) : 0, stream());
+    Scratch coef(*this, gx ? size_t(4 * c) * sizeof(A) : 0);
     const double m = double(outer * inner);
     bn_coef_kernel<T><<<grid_for(c), kThreads, 0, stream()>>>(sums.as<double>(), c, m, pm, pi, opt<T>(weight),
                                                               batch_stats, coef.as<A>(), opt_out<T>(gw),
@@ -337,9 +341,13 @@ void CudaBackend::group_norm_forward(const GroupNormGeom &g, const View &x, cons
   dispatch_float_dt(x.dtype, "group_norm_forward", [&](auto tag) {
     using T = decltype(tag);
     using S = stat_t<T>;
-    gn_forward_kernel<T><<<unsigned(rows), rows_threads(cpg * g.s), 0, stream()>>>(
-        static_cast<const T *>(x.data), g.groups, cpg, g.s, eps, opt<T>(weight), opt<T>(bias),
-        static_cast<T *>(y.data), static_cast<S *>(mean.data), static_cast<S *>(rstd.data));
+    const int64_t len = cpg * g.s;
+    // Pieces start at a multiple of groups: the kernels find a row's group as r % groups.
+    for_row_pieces(rows, [&](int64_t r0, unsigned nr) {
+      gn_forward_kernel<T><<<nr, rows_threads(len), 0, stream()>>>(
+          static_cast<const T *>(x.data) + r0 * len, g.groups, cpg, g.s, eps, opt<T>(weight), opt<T>(bias),
+          static_cast<T *>(y.data) + r0 * len, static_cast<S *>(mean.data) + r0, static_cast<S *>(rstd.data) + r0);
+    }, g.groups);
   });
   MIXP_CUDA_LAUNCHED();
 }
@@ -357,15 +365,18 @@ void CudaBackend::group_norm_backward(const GroupNormGeom &g, const View &x, con
     const T *px = static_cast<const T *>(x.data), *pg = static_cast<const T *>(gy.data);
     const S *pm = static_cast<const S *>(mean.data), *pr = static_cast<const S *>(rstd.data);
     if (gx && rows > 0) {
-      gn_gx_kernel<T><<<unsigned(rows), rows_threads(cpg * g.s), 0, stream()>>>(px, pg, g.groups, cpg, g.s, pm, pr,
-                                                                               opt<T>(weight),
-                                                                               static_cast<T *>(gx->data));
+      const int64_t len = cpg * g.s;
+      for_row_pieces(rows, [&](int64_t r0, unsigned nr) {
+        gn_gx_kernel<T><<<nr, rows_threads(len), 0, stream()>>>(px + r0 * len, pg + r0 * len, g.groups, cpg, g.s,
+                                                                 pm + r0, pr + r0, opt<T>(weight),
+                                                                 static_cast<T *>(gx->data) + r0 * len);
+      }, g.groups);
       MIXP_CUDA_LAUNCHED();
     }
     if ((gw || gb) && g.c > 0) {
-      Scratch sums(size_t(2 * g.c) * sizeof(double), stream());
+      Scratch sums(*this, size_t(2 * g.c) * sizeof(double));
       if (g.n > 0 && g.s > 0)
-        channel_sums<T>(stream(), ChanSum::GyXhatGrp, px, pg, g.n, g.c, g.s, nullptr, pm, pr, g.groups, cpg,
+        channel_sums<T>(*this, ChanSum::GyXhatGrp, px, pg, g.n, g.c, g.s, nullptr, pm, pr, g.groups, cpg,
                         sums.as<double>());
       else
         MIXP_CUDA_CHECK(cudaMemsetAsync(sums.p, 0, size_t(2 * g.c) * sizeof(double), stream()));

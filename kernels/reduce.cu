@@ -207,15 +207,19 @@ void CudaBackend::sum_rows(const View &x, int64_t rows, int64_t cols, const View
     using A = acc_t<T>;
     const T *px = static_cast<const T *>(x.data);
     if (cols <= kRowChunk || rows >= 1024) {
-      row_sum_kernel<T><<<dim3(unsigned(rows), 1), kThreads, 0, stream()>>>(px, cols, cols, 1, nullptr,
-                                                                            out.data, out.dtype, scale);
+      const size_t out_es = dtype_size(out.dtype);
+      for_row_pieces(rows, [&](int64_t r0, unsigned nr) {
+        row_sum_kernel<T><<<dim3(nr, 1), kThreads, 0, stream()>>>(
+            px + r0 * cols, cols, cols, 1, nullptr, static_cast<char *>(out.data) + size_t(r0) * out_es,
+            out.dtype, scale);
+      });
       MIXP_CUDA_LAUNCHED();
       return;
     }
     // gridDim.y is at most 65535: longer rows get longer chunks.
     const int64_t chunk = std::max(kRowChunk, (cols + 65534) / 65535);
     const int64_t nchunks = (cols + chunk - 1) / chunk;
-    Scratch partial(size_t(rows * nchunks) * sizeof(A), stream());
+    Scratch partial(*this, size_t(rows * nchunks) * sizeof(A));
     row_sum_kernel<T><<<dim3(unsigned(rows), unsigned(nchunks)), kThreads, 0, stream()>>>(
         px, cols, chunk, nchunks, partial.as<A>(), nullptr, out.dtype, scale);
     MIXP_CUDA_LAUNCHED();
@@ -240,7 +244,7 @@ void CudaBackend::sum_cols(const View &x, int64_t rows, int64_t cols, const View
       MIXP_CUDA_LAUNCHED();
       return;
     }
-    Scratch partial(size_t(nbands * cols) * sizeof(A), stream());
+    Scratch partial(*this, size_t(nbands * cols) * sizeof(A));
     col_sum_kernel<T><<<dim3(gx, unsigned(nbands)), kThreads, 0, stream()>>>(px, rows, cols, band,
                                                                              partial.as<A>(), nullptr, scale);
     MIXP_CUDA_LAUNCHED();
@@ -259,8 +263,10 @@ void CudaBackend::max_dim(const View &x, int64_t outer, int64_t n, int64_t inner
     const T *px = static_cast<const T *>(x.data);
     T *pv = values ? static_cast<T *>(values->data) : nullptr;
     int64_t *pi = static_cast<int64_t *>(indices.data);
-    if (inner == 1 && n >= 1024 && outer < (int64_t(1) << 31))
-      max_row_kernel<T><<<unsigned(outer), kThreads, 0, stream()>>>(px, n, pv, pi);
+    if (inner == 1 && n >= 1024)
+      for_row_pieces(outer, [&](int64_t r0, unsigned rows) {
+        max_row_kernel<T><<<rows, kThreads, 0, stream()>>>(px + r0 * n, n, pv ? pv + r0 : nullptr, pi + r0);
+      });
     else
       max_dim_kernel<T><<<grid_for(outer * inner), kThreads, 0, stream()>>>(px, outer, n, inner, pv, pi);
     MIXP_CUDA_LAUNCHED();
@@ -273,7 +279,7 @@ void CudaBackend::count_nonfinite(const View &x, int64_t *nan_count, int64_t *in
   const int64_t n = make_strided<1>(x, ops, g);
   unsigned long long host[2] = {0, 0};
   if (n > 0) {
-    Scratch counts(2 * sizeof(unsigned long long), stream());
+    Scratch counts(*this, 2 * sizeof(unsigned long long));
     MIXP_CUDA_CHECK(cudaMemsetAsync(counts.p, 0, 2 * sizeof(unsigned long long), stream()));
     dispatch_float_dt(x.dtype, "count_nonfinite", [&](auto tag) {
       using T = decltype(tag);

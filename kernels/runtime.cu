@@ -98,11 +98,9 @@ void init_runtime(int device, cudaStream_t *stream, CudaBackend::Libs &L) {
   MIXP_CUDA_CHECK(cudaMemPoolCreate(&L.pool, &pp));
   uint64_t keep = std::numeric_limits<uint64_t>::max();
   MIXP_CUDA_CHECK(cudaMemPoolSetAttribute(L.pool, cudaMemPoolAttrReleaseThreshold, &keep));
-  // Kernels' short-lived scratch (cudaMallocAsync) comes from the device's
-  // default pool: keep that one cached too.
-  cudaMemPool_t def = nullptr;
-  if (cudaDeviceGetDefaultMemPool(&def, device) == cudaSuccess)
-    cudaMemPoolSetAttribute(def, cudaMemPoolAttrReleaseThreshold, &keep);
+  // Kernels' scratch comes from this pool too (common.cuh's Scratch): the
+  // device's default pool belongs to the process (PyTorch, CuPy, the host
+  // application) and keeps the settings its owner gave it.
 
   MIXP_CUBLAS_CHECK(cublasLtCreate(&L.lt));
   MIXP_CUBLAS_CHECK(cublasCreate(&L.blas));
@@ -127,14 +125,12 @@ void *CudaBackend::allocate(size_t nbytes) {
   void *p = nullptr;
   cudaError_t e = cudaMallocFromPoolAsync(&p, nbytes, libs_->pool, stream_);
   if (e == cudaErrorMemoryAllocation) {
-    // Memory cached in the pools may be what is missing: wait for the
+    // Memory cached in the pool may be what is missing: wait for the
     // queued frees, give the cache back to the device and try once more.
     (void)cudaGetLastError();
     MIXP_CUDA_CHECK(cudaStreamSynchronize(stream_));
     note_host_sync();
     cudaMemPoolTrimTo(libs_->pool, 0);
-    cudaMemPool_t def = nullptr;
-    if (cudaDeviceGetDefaultMemPool(&def, device_) == cudaSuccess) cudaMemPoolTrimTo(def, 0);
     e = cudaMallocFromPoolAsync(&p, nbytes, libs_->pool, stream_);
   }
   if (e == cudaErrorMemoryAllocation) {
@@ -153,40 +149,44 @@ void CudaBackend::deallocate(void *p, size_t) noexcept {
 }
 
 void CudaBackend::copy_from_host(void *dst, const void *src, size_t nbytes) {
-  if (nbytes == 0) return;
+  // Every upload goes through the ring of pinned staging slots, in slot-sized
+  // pieces: a true DMA queued behind the work before it, and `src` free for
+  // reuse when this returns. (A pageable cudaMemcpyAsync above the driver's
+  // own staging size is synchronous and would wait uncounted.) A slot is
+  // reused once its previous copy is done; that wait, the only one here, is
+  // counted, and happens only with more than kStagingSlots pieces in flight:
+  // a large upload overlaps its memcpy into one slot with the DMA of others.
   Libs &L = *libs_;
-  if (nbytes > Libs::kStagingSlotBytes) {
-    // Large uploads: the driver stages pageable memory itself and returns
-    // once `src` may be reused.
-    MIXP_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, stream_));
-    return;
-  }
-  // Small and medium uploads (batches, scalars) go through a pinned slot so
-  // the copy is a true DMA queued behind the work before it; the slot is
-  // reused once its previous copy is done, which only waits when more than
-  // kStagingSlots uploads are in flight.
-  const int i = L.staging_next;
-  L.staging_next = (i + 1) % Libs::kStagingSlots;
-  if (!L.staging[i]) {
-    MIXP_CUDA_CHECK(cudaMallocHost(&L.staging[i], Libs::kStagingSlotBytes));
-    MIXP_CUDA_CHECK(cudaEventCreateWithFlags(&L.staging_done[i], cudaEventDisableTiming));
-  } else {
-    cudaError_t q = cudaEventQuery(L.staging_done[i]);
-    if (q == cudaErrorNotReady) {
-      MIXP_CUDA_CHECK(cudaEventSynchronize(L.staging_done[i]));
-      note_host_sync();
-    } else if (q != cudaSuccess) {
-      fail_cuda(q, "cudaEventQuery(staging)", __FILE__, __LINE__);
+  const char *from = static_cast<const char *>(src);
+  char *to = static_cast<char *>(dst);
+  while (nbytes > 0) {
+    const size_t piece = nbytes < Libs::kStagingSlotBytes ? nbytes : Libs::kStagingSlotBytes;
+    const int i = L.staging_next;
+    L.staging_next = (i + 1) % Libs::kStagingSlots;
+    if (!L.staging[i]) {
+      MIXP_CUDA_CHECK(cudaMallocHost(&L.staging[i], Libs::kStagingSlotBytes));
+      MIXP_CUDA_CHECK(cudaEventCreateWithFlags(&L.staging_done[i], cudaEventDisableTiming));
+    } else {
+      cudaError_t q = cudaEventQuery(L.staging_done[i]);
+      if (q == cudaErrorNotReady) {
+        MIXP_CUDA_CHECK(cudaEventSynchronize(L.staging_done[i]));
+        note_host_sync();
+      } else if (q != cudaSuccess) {
+        fail_cuda(q, "cudaEventQuery(staging)", __FILE__, __LINE__);
+      }
     }
+    std::memcpy(L.staging[i], from, piece);
+    MIXP_CUDA_CHECK(cudaMemcpyAsync(to, L.staging[i], piece, cudaMemcpyHostToDevice, stream_));
+    MIXP_CUDA_CHECK(cudaEventRecord(L.staging_done[i], stream_));
+    from += piece;
+    to += piece;
+    nbytes -= piece;
   }
-  std::memcpy(L.staging[i], src, nbytes);
-  MIXP_CUDA_CHECK(cudaMemcpyAsync(dst, L.staging[i], nbytes, cudaMemcpyHostToDevice, stream_));
-  MIXP_CUDA_CHECK(cudaEventRecord(L.staging_done[i], stream_));
 }
 
 void CudaBackend::copy_to_host(void *dst, const void *src, size_t nbytes) {
-  if (nbytes == 0 && !index_checks_pending()) return;
-  if (index_checks_pending()) {
+  if (nbytes == 0 && !index_checks_armed()) return;
+  if (index_checks_armed()) {
     // A bad index found on the device fails this call before `dst` is
     // written (a failed call changes nothing); the copy then finds the
     // stream idle, so this is still one wait for the caller.

@@ -183,7 +183,9 @@ void CudaBackend::softmax(const View &x, int64_t outer, int64_t n, int64_t inner
     const T *px = static_cast<const T *>(x.data);
     T *py = static_cast<T *>(y.data);
     if (inner == 1)
-      softmax_row_kernel<T><<<unsigned(outer), row_threads(n), 0, stream()>>>(px, n, log, py);
+      for_row_pieces(outer, [&](int64_t r0, unsigned rows) {
+        softmax_row_kernel<T><<<rows, row_threads(n), 0, stream()>>>(px + r0 * n, n, log, py + r0 * n);
+      });
     else
       softmax_col_kernel<T><<<grid_for(outer * inner), kThreads, 0, stream()>>>(px, outer, n, inner, log, py);
   });
@@ -198,7 +200,10 @@ void CudaBackend::softmax_backward(const View &y, const View &gy, int64_t outer,
     const T *py = static_cast<const T *>(y.data), *pg = static_cast<const T *>(gy.data);
     T *pgx = static_cast<T *>(gx.data);
     if (inner == 1)
-      softmax_bwd_row_kernel<T><<<unsigned(outer), row_threads(n), 0, stream()>>>(py, pg, n, log, pgx);
+      for_row_pieces(outer, [&](int64_t r0, unsigned rows) {
+        softmax_bwd_row_kernel<T><<<rows, row_threads(n), 0, stream()>>>(py + r0 * n, pg + r0 * n, n, log,
+                                                                          pgx + r0 * n);
+      });
     else
       softmax_bwd_col_kernel<T><<<grid_for(outer * inner), kThreads, 0, stream()>>>(py, pg, outer, n, inner,
                                                                                     log, pgx);
@@ -213,9 +218,11 @@ void CudaBackend::cross_entropy(const View &logits, const View &target, int64_t 
   if (n == 0) return;
   dispatch_float_dt(logits.dtype, "cross_entropy", [&](auto tag) {
     using T = decltype(tag);
-    cross_entropy_kernel<T><<<unsigned(n), row_threads(c), 0, stream()>>>(
-        static_cast<const T *>(logits.data), static_cast<const int64_t *>(target.data), c, ignore_index,
-        losses.data, f64);
+    for_row_pieces(n, [&](int64_t r0, unsigned rows) {
+      cross_entropy_kernel<T><<<rows, row_threads(c), 0, stream()>>>(
+          static_cast<const T *>(logits.data) + r0 * c, static_cast<const int64_t *>(target.data) + r0, c,
+          ignore_index, static_cast<char *>(losses.data) + r0 * (f64 ? 8 : 4), f64);
+    });
   });
   MIXP_CUDA_LAUNCHED();
 }
@@ -227,9 +234,12 @@ void CudaBackend::cross_entropy_backward(const View &logits, const View &target,
   if (n == 0 || c == 0) return;
   dispatch_float_dt(logits.dtype, "cross_entropy_backward", [&](auto tag) {
     using T = decltype(tag);
-    cross_entropy_bwd_kernel<T><<<unsigned(n), row_threads(c), 0, stream()>>>(
-        static_cast<const T *>(logits.data), static_cast<const int64_t *>(target.data), c, ignore_index,
-        row_scale.data, f64, static_cast<T *>(glogits.data));
+    for_row_pieces(n, [&](int64_t r0, unsigned rows) {
+      cross_entropy_bwd_kernel<T><<<rows, row_threads(c), 0, stream()>>>(
+          static_cast<const T *>(logits.data) + r0 * c, static_cast<const int64_t *>(target.data) + r0, c,
+          ignore_index, static_cast<const char *>(row_scale.data) + r0 * (f64 ? 8 : 4), f64,
+          static_cast<T *>(glogits.data) + r0 * c);
+    });
   });
   MIXP_CUDA_LAUNCHED();
 }

@@ -148,6 +148,10 @@ class Backend {
   virtual void copy(const View &src, const View &dst) = 0;
   // dst[...] = value converted to dst's dtype; any strides.
   virtual void fill(const View &dst, double value) = 0;
+  // The additive causal mask of attention: dst is a contiguous [rows, cols]
+  // float tensor; dst[i, j] = 0 where j <= i (key j visible from query i)
+  // and -inf elsewhere. Built where dst lives, so attention needs no upload.
+  virtual void causal_mask(const View &dst, int64_t rows, int64_t cols) = 0;
   // y = op(x, s); x, y contiguous, same float dtype and numel.
   virtual void unary(UnaryOp op, const View &x, const View &y, double s) = 0;
   // gx = gy * d op(x)/dx; x (input), y (output of the forward), gy, gx

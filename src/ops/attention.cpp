@@ -13,16 +13,13 @@ namespace mixp {
 namespace {
 
 // [L, S] of 0 where key j may be seen from query i (j <= i) and -inf
-// elsewhere, in dtype dt. Column 0 is never masked, so no softmax row is
-// all -inf.
+// elsewhere, in dtype dt, built by the session's backend where it lives (on
+// a GPU: no upload, no wait, nothing a graph capture would miss). Column 0
+// is never masked, so no softmax row is all -inf.
 TensorPtr causal_mask(Session *s, DType dt, int64_t l, int64_t sk) {
-  std::vector<double> host(size_t(l * sk), 0.0);
-  const double ninf = -std::numeric_limits<double>::infinity();
-  for (int64_t i = 0; i < l; ++i)
-    for (int64_t j = i + 1; j < sk; ++j) host[size_t(i * sk + j)] = ninf;
-  TensorPtr m = empty(s, MIXP_F64, Shape{l, sk});
-  if (!host.empty()) s->backend->copy_from_host(m->data(), host.data(), host.size() * sizeof(double));
-  return cast(m, dt);
+  TensorPtr m = empty(s, dt, Shape{l, sk});
+  s->backend->causal_mask(view_of(*m), l, sk);
+  return m;
 }
 
 Shape batch_of(const Tensor &t) { return Shape(t.shape, t.ndim - 2); }

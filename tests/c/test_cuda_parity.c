@@ -235,6 +235,15 @@ static mixp_status op_matmul_bt(mixp_tensor *const *in, mixp_tensor **out) {
 }
 static mixp_status op_bmm(mixp_tensor *const *in, mixp_tensor **out) { return mixp_bmm(in[0], in[1], out); }
 static mixp_status op_linear(mixp_tensor *const *in, mixp_tensor **out) { return mixp_linear(in[0], in[1], in[2], out); }
+/* The bias is a view one element into a longer vector: its address is not
+ * 16-byte aligned, which cuBLASLt's fused bias epilogue cannot read. */
+static mixp_status op_linear_offset_bias(mixp_tensor *const *in, mixp_tensor **out) {
+  mixp_tensor *b = NULL;
+  mixp_status st = mixp_slice(in[2], 0, 1, mixp_tensor_numel(in[2]), 1, &b);
+  if (st == MIXP_OK) st = mixp_linear(in[0], in[1], b, out);
+  mixp_tensor_release(b);
+  return st;
+}
 
 static void test_gemm(void **state) {
   (void)state;
@@ -248,6 +257,8 @@ static void test_gemm(void **state) {
     check_op("bmm", op_bmm, bm, 2, dt, 16);
     const input lin[] = {IN2(64, 96), IN2(48, 96), {1, {48}, 0, -1.0, 1.0, 1}};
     check_op("linear+bias", op_linear, lin, 3, dt, 97);
+    const input lin_view[] = {IN2(64, 96), IN2(48, 96), {1, {49}, 0, -1.0, 1.0, 1}};
+    check_op("linear+bias view at +1 element", op_linear_offset_bias, lin_view, 3, dt, 97);
     const input big[] = {IN2(256, 512), IN2(512, 128)};
     check_op("matmul 256x512x128", op_matmul, big, 2, dt, 512);
   }
@@ -625,6 +636,73 @@ static void test_embedding_step_is_sync_free(void **state) {
   mixp_module_destroy(lin);
 }
 
+/* The same for a transformer: causal self-attention (its mask is built on
+ * the device), layer norm, GELU, dropout, a tied embedding; bf16 autocast. */
+static void test_gpt_step_is_sync_free(void **state) {
+  (void)state;
+  enum { V = 50, B = 4, T = 16, MAXP = 64 };
+  mixp_session *s = g_gpu;
+  mixp_module *gpt = NULL;
+  MT_OK(mixp_model_create(s, "gpt n_layer=2 n_head=2 n_embd=32 vocab=50 block_size=16 dropout=0.1", &gpt));
+  const int np = mixp_module_num_parameters(gpt);
+  assert_true(np > 0 && np <= MAXP);
+  mixp_tensor *params[MAXP];
+  for (int i = 0; i < np; ++i) MT_OK(mixp_module_parameter(gpt, i, &params[i]));
+  mixp_optimizer_options oo;
+  mixp_optimizer_options_init(&oo, MIXP_OPTIM_ADAMW);
+  mixp_optimizer *opt = NULL;
+  MT_OK(mixp_optimizer_create(s, params, np, &oo, &opt));
+  mixp_grad_scaler_options go;
+  mixp_grad_scaler_options_init(&go);
+  mixp_grad_scaler *scaler = NULL;
+  MT_OK(mixp_grad_scaler_create(s, &go, &scaler));
+  for (int it = 0; it < 6; ++it) {
+    int64_t tok[B * T], tgt[B * T];
+    for (int i = 0; i < B * T; ++i) {
+      tok[i] = (i * 7 + it * 3) % V;
+      tgt[i] = (i * 11 + it) % V;
+    }
+    const int64_t tshape[2] = {B, T}, yshape[1] = {B * T}, flat[2] = {B * T, V};
+    mixp_tensor *x = NULL, *y = NULL, *logits = NULL, *l2 = NULL, *loss = NULL, *scaled = NULL,
+                *norm = NULL;
+    MT_OK(mixp_tensor_from_host(s, tok, sizeof tok, MIXP_I64, tshape, 2, &x));
+    MT_OK(mixp_tensor_from_host(s, tgt, sizeof tgt, MIXP_I64, yshape, 1, &y));
+    uint64_t before = 0, after = 0;
+    MT_OK(mixp_session_host_syncs(s, &before));
+    mixp_autocast_options ao;
+    mixp_autocast_options_init(&ao);
+    ao.dtype = MIXP_BF16;
+    MT_OK(mixp_autocast_push(s, &ao));
+    MT_OK(mixp_module_forward(gpt, x, &logits));
+    MT_OK(mixp_reshape(logits, flat, 2, &l2));
+    MT_OK(mixp_cross_entropy(l2, y, MIXP_REDUCTION_MEAN, -100, &loss));
+    MT_OK(mixp_autocast_pop(s));
+    MT_OK(mixp_optimizer_zero_grad(opt));
+    MT_OK(mixp_grad_scaler_scale(scaler, loss, &scaled));
+    MT_OK(mixp_backward(scaled, NULL));
+    MT_OK(mixp_grad_scaler_unscale(scaler, opt));
+    MT_OK(mixp_clip_grad_norm(opt, 1.0, &norm));
+    MT_OK(mixp_grad_scaler_step(scaler, opt));
+    MT_OK(mixp_grad_scaler_update(scaler));
+    MT_OK(mixp_session_host_syncs(s, &after));
+    /* The first steps may wait for a staging slot or build plans. */
+    if (it >= 2 && after != before) {
+      print_error("step %d: %llu host syncs in a GPT training step\n", it,
+                  (unsigned long long)(after - before));
+      fail();
+    }
+    double v = 0;
+    MT_OK(mixp_tensor_item(loss, &v));
+    assert_true(isfinite(v));
+    mixp_tensor *ts[] = {x, y, logits, l2, loss, scaled, norm};
+    for (size_t k = 0; k < sizeof ts / sizeof *ts; ++k) mixp_tensor_release(ts[k]);
+  }
+  for (int i = 0; i < np; ++i) mixp_tensor_release(params[i]);
+  mixp_grad_scaler_destroy(scaler);
+  mixp_optimizer_destroy(opt);
+  mixp_module_destroy(gpt);
+}
+
 /* Deferred validation: a bad target or index does not fail its op on the
  * device (that would need a sync); the next call that waits for the device
  * fails with MIXP_ERR_INVALID_ARGUMENT naming the first bad (op, position,
@@ -681,6 +759,88 @@ static void test_deferred_index_error(void **state) {
   MT_OK(mixp_tensor_to_host(rows, out_h, sizeof out_h));
   mixp_tensor *ts[] = {logits, t, w, ix, loss, rows};
   for (size_t k = 0; k < sizeof ts / sizeof *ts; ++k) mixp_tensor_release(ts[k]);
+}
+
+/* Sizes past 2^31 (int32) on the device: a GEMM whose K is 2^31 + 64 (only
+ * the last 64 products are 1, so the exact sum is 64 and a K cut to 32 bits
+ * shows), and a convolution whose batch holds 2^31 + 2^16 elements (cuDNN's
+ * int descriptors: it runs in pieces; the last image, in the last piece, is
+ * compared with the CPU). About 8 GiB of device memory each. */
+static void test_sizes_past_int32(void **state) {
+  (void)state;
+  device_only();
+  const int64_t k = (INT64_C(1) << 31) + 64;
+  const int64_t xs[2] = {1, k}, ws[2] = {k, 1}, ones_shape[2] = {1, 64};
+  mixp_tensor *x = NULL, *w = NULL, *tail = NULL, *ones = NULL, *y = NULL;
+  MT_OK(mixp_tensor_zeros(g_gpu, MIXP_BF16, xs, 2, &x));
+  MT_OK(mixp_tensor_full(g_gpu, MIXP_BF16, ws, 2, 1.0, &w));
+  MT_OK(mixp_slice(x, 1, k - 64, k, 1, &tail));
+  MT_OK(mixp_tensor_full(g_gpu, MIXP_BF16, ones_shape, 2, 1.0, &ones));
+  MT_OK(mixp_tensor_copy_(tail, ones));
+  MT_OK(mixp_matmul(x, w, &y));
+  double v = 0;
+  MT_OK(mixp_tensor_item(y, &v));
+  assert_true(v == 64.0);
+  mixp_tensor *ts[] = {x, w, tail, ones, y};
+  for (size_t i = 0; i < sizeof ts / sizeof *ts; ++i) mixp_tensor_release(ts[i]);
+
+  enum { H = 256, W = 256 };
+  const int64_t n = (INT64_C(1) << 31) / (H * W) + 1; /* 2^31 + 2^16 elements */
+  const int64_t bx[4] = {n, 1, H, W}, kw[4] = {1, 1, 3, 3};
+  mixp_tensor *big = NULL, *filt = NULL, *out = NULL, *last = NULL, *cx = NULL, *cw = NULL,
+              *cy = NULL;
+  MT_OK(mixp_tensor_rand(g_gpu, MIXP_F16, bx, 4, &big));
+  MT_OK(mixp_tensor_rand(g_gpu, MIXP_F16, kw, 4, &filt));
+  mixp_conv2d_options o;
+  mixp_conv2d_options_init(&o);
+  o.pad_h = o.pad_w = 1;
+  MT_OK(mixp_conv2d(big, filt, NULL, &o, &out));
+  /* The last image and its output, on the CPU. */
+  MT_OK(mixp_slice(big, 0, n - 1, n, 1, &last));
+  double *lv = mt_values(last), *fv = mt_values(filt);
+  const int64_t one[4] = {1, 1, H, W};
+  cx = mt_tensor(g_cpu, MIXP_F16, lv, one, 4);
+  cw = mt_tensor(g_cpu, MIXP_F16, fv, kw, 4);
+  MT_OK(mixp_conv2d(cx, cw, NULL, &o, &cy));
+  mixp_tensor *gy_last = NULL;
+  MT_OK(mixp_slice(out, 0, n - 1, n, 1, &gy_last));
+  double *want = mt_values(cy), *got = mt_values(gy_last);
+  for (int64_t i = 0; i < H * W; ++i)
+    if (!(fabs(want[i] - got[i]) <= 4e-3 + 4e-3 * fabs(want[i]))) {
+      print_error("conv2d past 2^31 elements: last image element %lld: cpu %g cuda %g\n",
+                  (long long)i, want[i], got[i]);
+      fail();
+    }
+  free(lv);
+  free(fv);
+  free(want);
+  free(got);
+  mixp_tensor *cs[] = {big, filt, out, last, cx, cw, cy, gy_last};
+  for (size_t i = 0; i < sizeof cs / sizeof *cs; ++i) mixp_tensor_release(cs[i]);
+}
+
+/* A host->device upload of 64 MiB goes through the pinned staging ring in
+ * pieces: the data arrives whole, and the host buffer may be overwritten as
+ * soon as the call returns. */
+static void test_large_upload_is_staged(void **state) {
+  (void)state;
+  device_only();
+  const int64_t n = INT64_C(16) << 20; /* 16 Mi floats */
+  float *h = malloc((size_t)n * sizeof(float));
+  assert_non_null(h);
+  for (int64_t i = 0; i < n; ++i) h[i] = (float)(i % 1000003);
+  mixp_tensor *t = NULL;
+  const int64_t shape[1] = {n};
+  MT_OK(mixp_tensor_from_host(g_gpu, h, (size_t)n * sizeof(float), MIXP_F32, shape, 1, &t));
+  for (int64_t i = 0; i < n; ++i) h[i] = -1.0f; /* the source is free again */
+  MT_OK(mixp_tensor_to_host(t, h, (size_t)n * sizeof(float)));
+  for (int64_t i = 0; i < n; ++i)
+    if (h[i] != (float)(i % 1000003)) {
+      print_error("element %lld: got %g\n", (long long)i, (double)h[i]);
+      fail();
+    }
+  free(h);
+  mixp_tensor_release(t);
 }
 
 /* Out of memory is an error the session survives. */
@@ -743,8 +903,11 @@ int main(void) {
       cmocka_unit_test(test_train_f16_grad_scaler),
       cmocka_unit_test(test_grad_scaler_step_is_sync_free),
       cmocka_unit_test(test_embedding_step_is_sync_free),
+      cmocka_unit_test(test_gpt_step_is_sync_free),
       cmocka_unit_test(test_deferred_index_error),
       cmocka_unit_test(test_out_of_memory_is_recoverable),
+      cmocka_unit_test(test_sizes_past_int32),
+      cmocka_unit_test(test_large_upload_is_staged),
       cmocka_unit_test(test_borrow_host_refused),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

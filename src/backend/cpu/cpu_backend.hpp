@@ -27,6 +27,7 @@ class CpuBackend final : public Backend {
 
   void copy(const View &src, const View &dst) override;
   void fill(const View &dst, double value) override;
+  void causal_mask(const View &dst, int64_t rows, int64_t cols) override;
   void unary(UnaryOp op, const View &x, const View &y, double s) override;
   void unary_backward(UnaryOp op, const View &x, const View &y, const View &gy, const View &gx,
                       double s) override;

@@ -1,6 +1,7 @@
 // CPU memory, copies (with dtype conversion) and fills.
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "backend/cpu/block_cache.hpp"
@@ -143,6 +144,21 @@ void CpuBackend::fill(const View &dst, double value) {
                          for (int64_t i = 0; i < cnt; ++i)
                            std::memcpy(dp + (off[0] + i * is[0]) * int64_t(es), pattern, es);
                        });
+}
+
+void CpuBackend::causal_mask(const View &dst, int64_t rows, int64_t cols) {
+  if (rows <= 0 || cols <= 0) return;
+  const size_t es = dtype_size(dst.dtype);
+  alignas(8) unsigned char ninf[8];
+  double_to_element(-std::numeric_limits<double>::infinity(), ninf, dst.dtype);
+  char *base = static_cast<char *>(dst.data);
+  // Row i: zeros up to column i, -inf after (+0.0 is all zero bits).
+  for (int64_t i = 0; i < rows; ++i) {
+    char *row = base + size_t(i) * size_t(cols) * es;
+    const int64_t visible = i + 1 < cols ? i + 1 : cols;
+    std::memset(row, 0, size_t(visible) * es);
+    for (int64_t j = visible; j < cols; ++j) std::memcpy(row + size_t(j) * es, ninf, es);
+  }
 }
 
 }  // namespace mixp
