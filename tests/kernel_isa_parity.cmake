@@ -3,7 +3,8 @@
 # MIXP_CPU_KERNELS=baseline, avx2 and avx512 must print the same "state:"
 # line (last loss and accuracy as hex floats) and save identical checkpoints
 # (every weight, master and optimizer moment). The runs cover the MLP under
-# O2 bf16 and O1 f16 (AdamW, loss scaling), a CNN under O2 bf16 (batch norm,
+# O2 bf16 (AdamW) and O1 f16 (SGD with momentum and weight decay, loss
+# scaling), a CNN under O2 bf16 (batch norm,
 # max pooling, dropout) and a GPT under O1 bf16 (layer norm, GELU's erf,
 # softmax and its exp). On a CPU without AVX-512 (or AVX2) the higher pins
 # run the best version it has.
@@ -11,7 +12,8 @@
 file(MAKE_DIRECTORY ${WORK})
 set(common --epochs 1 --threads 1 --seed 7)
 set(mlp_O2_bf16 --data synthetic --hidden 32 --limit-train 512 --limit-test 128 --batch 64 --amp O2 --amp-dtype bf16)
-set(mlp_O1_f16 --data synthetic --hidden 32 --limit-train 512 --limit-test 128 --batch 64 --amp O1 --amp-dtype f16)
+set(mlp_O1_f16 --data synthetic --hidden 32 --limit-train 512 --limit-test 128 --batch 64 --amp O1 --amp-dtype f16
+    --optimizer sgd --weight-decay 1e-4)
 set(cnn_O2_bf16 --model cnn --data synthetic-images:1x12x12 --model-config "width=4 hidden=16" --limit-train 128
     --limit-test 32 --batch 32 --amp O2 --amp-dtype bf16)
 set(gpt_O1_bf16 --model gpt --data text:${TEXT} --block-size 16 --model-config "n_layer=1 n_head=2 n_embd=16"
