@@ -18,11 +18,12 @@
 #   libdnnl2 libdnnl-dev     oneDNN 2.6, libmixp.so's CPU backend
 #   ocl-icd-libopencl1       Debian's libdnnl.so.2 needs libOpenCL.so.1
 #   libcmocka0 libcmocka-dev the C test suites
+#   libdlpack-dev            dlpack.h, for the DLPack suites (test_cuda_dlpack)
 #   zlib1g-dev               zlib.h (checkpoints); its libz.so is an absolute
 #                            link to Debian's libz.so.1.2.13, so the build
 #                            links the GPU machine's own libz.so.1 instead
 set -euo pipefail
-PACKAGES=(libdnnl2 libdnnl-dev ocl-icd-libopencl1 libcmocka0 libcmocka-dev zlib1g-dev)
+PACKAGES=(libdnnl2 libdnnl-dev ocl-icd-libopencl1 libcmocka0 libcmocka-dev zlib1g-dev libdlpack-dev)
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 
 unpack() {

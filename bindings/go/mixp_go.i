@@ -14,7 +14,8 @@
  *     during the call (Go memory holding no Go pointers: allowed by cgo);
  *   - arrays of tensors are []uintptr; lists of op names a NUL-joined string.
  * Not reachable from Go: mixp_tensor_borrow_host() (C would keep a Go
- * pointer) and the log callback (it would need a cgo export; warnings go to
+ * pointer), the DLPack functions (a Go host has no DLPack producer to talk
+ * to; C and Python do) and the log callback (it would need a cgo export; warnings go to
  * stderr, the numerics report is readable with mixp_session_numerics_report()).
  */
 
@@ -222,3 +223,9 @@ MIXP_GO_NAMES(black, n_black)
  * cgo export: these two stay C-only (see the file comment). */
 %ignore mixp_tensor_borrow_host;
 %ignore mixp_session_set_log_callback;
+%ignore mixp_tensor_from_dlpack;
+%ignore mixp_tensor_from_dlpack_versioned;
+%ignore mixp_tensor_to_dlpack;
+%ignore mixp_tensor_to_dlpack_versioned;
+%ignore mixp_dlpack_release;
+%ignore mixp_dlpack_release_versioned;

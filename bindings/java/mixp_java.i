@@ -15,7 +15,8 @@
  *     long[], op-name lists String[]; JNI copies them in and out during the
  *     call, C keeps nothing.
  * Not reachable from Java: mixp_tensor_borrow_host() (the JVM may move a
- * Java array; use from-host copies) and the log callback (warnings go to
+ * Java array; use from-host copies), the DLPack functions (pointers to
+ * foreign structs; C and Python exchange through them) and the log callback (warnings go to
  * stderr; mixp_session_numerics_report() is readable).
  */
 
@@ -256,4 +257,10 @@ MIXP_JAVA_NAMES(black, n_black)
 /* The JVM may move a Java array, and a native callback would need a global
  * JNI reference per session: these two stay C-only (see the file comment). */
 %ignore mixp_tensor_borrow_host;
+%ignore mixp_tensor_from_dlpack;
+%ignore mixp_tensor_from_dlpack_versioned;
+%ignore mixp_tensor_to_dlpack;
+%ignore mixp_tensor_to_dlpack_versioned;
+%ignore mixp_dlpack_release;
+%ignore mixp_dlpack_release_versioned;
 %ignore mixp_session_set_log_callback;

@@ -279,6 +279,96 @@ MIXP_PY_STRING_LIST(black, n_black)
   else { PyErr_SetString(PyExc_TypeError, "$symname: the callback must be callable or None"); SWIG_fail; }
 }
 
+/* ---- DLPack capsules --------------------------------------------------------- *
+ * The protocol's capsules ("dltensor", "dltensor_versioned") instead of raw
+ * pointers: mixp_swig_from_dlpack consumes one (renaming it "used_...", as
+ * the protocol asks), mixp_swig_to_dlpack makes one whose destructor drops
+ * the managed tensor if no consumer took it. */
+%ignore mixp_tensor_from_dlpack;
+%ignore mixp_tensor_from_dlpack_versioned;
+%ignore mixp_tensor_to_dlpack;
+%ignore mixp_tensor_to_dlpack_versioned;
+%ignore mixp_dlpack_release;
+%ignore mixp_dlpack_release_versioned;
+%nothread mixp_swig_from_dlpack;
+%exception mixp_swig_from_dlpack {
+  $action
+  if (PyErr_Occurred()) SWIG_fail;
+  if (result < 0) { MIXP_SWIG_RAISE(result, mixp_last_error()); }
+}
+%nothread mixp_swig_to_dlpack;
+%exception mixp_swig_to_dlpack {
+  $action
+  if (!result) SWIG_fail;
+}
+%{
+static void mixp_swig_dlpack_capsule_legacy(PyObject *capsule) {
+  if (PyCapsule_IsValid(capsule, "dltensor"))  /* never consumed */
+    mixp_dlpack_release((struct DLManagedTensor *)PyCapsule_GetPointer(capsule, "dltensor"));
+}
+static void mixp_swig_dlpack_capsule_versioned(PyObject *capsule) {
+  if (PyCapsule_IsValid(capsule, "dltensor_versioned"))
+    mixp_dlpack_release_versioned(
+        (struct DLManagedTensorVersioned *)PyCapsule_GetPointer(capsule, "dltensor_versioned"));
+}
+%}
+%inline %{
+/** Wraps an unconsumed DLPack capsule ("dltensor_versioned" or "dltensor",
+ *  from a producer's __dlpack__) as a tensor sharing its memory, and marks
+ *  the capsule consumed. The producer's deleter runs when the tensor and
+ *  its views are released (numpy's and PyTorch's take the GIL themselves).
+ *  @param session The session (its device must be the capsule's).
+ *  @param capsule The capsule.
+ *  @param[out] out Receives the tensor (owned).
+ *  @return As mixp_tensor_from_dlpack(); a TypeError for anything else. */
+mixp_status mixp_swig_from_dlpack(mixp_session *session, PyObject *capsule, mixp_tensor **out) {
+  mixp_status st;
+  if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
+    void *p = PyCapsule_GetPointer(capsule, "dltensor_versioned");
+    st = mixp_tensor_from_dlpack_versioned(session, (struct DLManagedTensorVersioned *)p, out);
+    if (st == MIXP_OK && PyCapsule_SetName(capsule, "used_dltensor_versioned") != 0) return MIXP_ERR_INTERNAL;
+    return st;
+  }
+  if (PyCapsule_IsValid(capsule, "dltensor")) {
+    void *p = PyCapsule_GetPointer(capsule, "dltensor");
+    st = mixp_tensor_from_dlpack(session, (struct DLManagedTensor *)p, out);
+    if (st == MIXP_OK && PyCapsule_SetName(capsule, "used_dltensor") != 0) return MIXP_ERR_INTERNAL;
+    return st;
+  }
+  PyErr_SetString(PyExc_TypeError,
+                  "from_dlpack: expected an unconsumed DLPack capsule ('dltensor' or 'dltensor_versioned')");
+  return MIXP_ERR_INVALID_ARGUMENT;
+}
+
+/** A DLPack capsule sharing the tensor's memory: "dltensor_versioned"
+ *  (DLPack 1.0) when @p versioned, else the legacy "dltensor". A CUDA
+ *  session's queued work is waited for first.
+ *  @param tensor The tensor.
+ *  @param versioned Non-zero for a DLPack 1.0 capsule.
+ *  @return A new capsule; NULL with the mixp error raised on failure. */
+PyObject *mixp_swig_to_dlpack(const mixp_tensor *tensor, int versioned) {
+  mixp_status st;
+  PyObject *cap = NULL;
+  if (versioned) {
+    struct DLManagedTensorVersioned *m = NULL;
+    st = mixp_tensor_to_dlpack_versioned(tensor, &m);
+    if (st == MIXP_OK) {
+      cap = PyCapsule_New(m, "dltensor_versioned", mixp_swig_dlpack_capsule_versioned);
+      if (!cap) mixp_dlpack_release_versioned(m);
+    }
+  } else {
+    struct DLManagedTensor *m = NULL;
+    st = mixp_tensor_to_dlpack(tensor, &m);
+    if (st == MIXP_OK) {
+      cap = PyCapsule_New(m, "dltensor", mixp_swig_dlpack_capsule_legacy);
+      if (!cap) mixp_dlpack_release(m);
+    }
+  }
+  if (st != MIXP_OK) mixp_swig_py_raise(st, mixp_last_error());
+  return cap;
+}
+%}
+
 /* ---- borrowed host memory ------------------------------------------------- *
  * mixp_tensor_borrow_host() takes a release function, so Python gets a
  * variant taking any writable C-contiguous buffer: the tensor holds the

@@ -456,6 +456,98 @@ MIXP_API mixp_status mixp_tensor_borrow_host(mixp_session *session, void *data,
                                              mixp_release_fn on_release,
                                              void *user_data, mixp_tensor **out);
 
+/* DLPack (https://dmlc.github.io/dlpack/) exchange without copies. The
+ * structs are dlpack.h's; this header only names their tags, so it does not
+ * need dlpack.h and callers pass dlpack.h's own types. Both the legacy
+ * DLManagedTensor (DLPack < 1.0) and DLManagedTensorVersioned (>= 1.0) are
+ * accepted and produced. Element types: kDLFloat 16/32/64 (F16, F32, F64),
+ * kDLBfloat 16 (BF16), kDLInt 32/64, kDLUInt 8, kDLBool 8, one lane.
+ * Devices: kDLCPU and kDLCUDAHost for a cpu session, kDLCUDA and
+ * kDLCUDAManaged with the session's ordinal for a cuda:N session. */
+struct DLManagedTensor;
+struct DLManagedTensorVersioned;
+
+/**
+ * Wraps a DLPack tensor as a mixp tensor without copying. On success mixp
+ * owns @p managed: it calls `managed->deleter(managed)` exactly once (if the
+ * deleter is not NULL), from the thread that drops the last tensor or view
+ * using the memory; the producer must keep the memory valid until then. On
+ * failure nothing is taken and the deleter is not called. Strides are
+ * honoured (NULL strides mean compact row-major); mixp may write into the
+ * memory (in-place operations, optimizer steps). The producer's pending work
+ * on CUDA memory must be complete before the call (mixp's stream is its
+ * own); the Python binding asks the producer for that.
+ * @param session The session that owns the result; its device must be the
+ *        tensor's.
+ * @param managed The legacy managed tensor; ownership moves on success.
+ * @param[out] out Receives the tensor (owned: release it).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL arguments, ndim
+ *         outside [0, MIXP_MAX_DIMS], NULL shape, negative sizes or strides,
+ *         sizes past mixp's limits, a NULL data pointer with elements, or
+ *         data not aligned to the element size; MIXP_ERR_DTYPE for an element
+ *         type mixp does not have (or lanes != 1); MIXP_ERR_DEVICE for a
+ *         device other than the session's.
+ */
+MIXP_API mixp_status mixp_tensor_from_dlpack(mixp_session *session,
+                                             struct DLManagedTensor *managed,
+                                             mixp_tensor **out);
+
+/**
+ * mixp_tensor_from_dlpack() for a DLPack >= 1.0 managed tensor. Also fails
+ * with MIXP_ERR_UNSUPPORTED for a major version other than 1 and with
+ * MIXP_ERR_INVALID_ARGUMENT for a read-only tensor (DLPACK_FLAG_BITMASK_READ_ONLY:
+ * mixp tensors are writable).
+ * @param session The session that owns the result.
+ * @param managed The versioned managed tensor; ownership moves on success.
+ * @param[out] out Receives the tensor (owned: release it).
+ * @return As mixp_tensor_from_dlpack(), and the above.
+ */
+MIXP_API mixp_status mixp_tensor_from_dlpack_versioned(mixp_session *session,
+                                                       struct DLManagedTensorVersioned *managed,
+                                                       mixp_tensor **out);
+
+/**
+ * Exports a tensor as a legacy DLPack managed tensor sharing its memory (no
+ * copy): data points at the first element, strides are the tensor's (in
+ * elements), the device is kDLCPU or kDLCUDA with the session's ordinal. The
+ * consumer owns *@p out and must call its deleter exactly once; until then
+ * the memory stays alive even after @p tensor is released. Writes through
+ * either side are seen by the other. On a CUDA session the call first waits
+ * for the session's queued work (one host synchronisation, counted by
+ * mixp_session_host_syncs()), so the consumer may read the memory at once
+ * from any stream.
+ * @param tensor The tensor to share; borrowed during the call.
+ * @param[out] out Receives the managed tensor (owned by the caller).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL arguments;
+ *         MIXP_ERR_OUT_OF_MEMORY.
+ */
+MIXP_API mixp_status mixp_tensor_to_dlpack(const mixp_tensor *tensor,
+                                           struct DLManagedTensor **out);
+
+/**
+ * mixp_tensor_to_dlpack() as a DLPack 1.0 DLManagedTensorVersioned (version
+ * 1.0, flags 0: writable, not a copy).
+ * @param tensor The tensor to share; borrowed during the call.
+ * @param[out] out Receives the managed tensor (owned by the caller).
+ * @return As mixp_tensor_to_dlpack().
+ */
+MIXP_API mixp_status mixp_tensor_to_dlpack_versioned(const mixp_tensor *tensor,
+                                                     struct DLManagedTensorVersioned **out);
+
+/**
+ * Drops a managed tensor nobody consumed: calls `managed->deleter(managed)`
+ * when the deleter is not NULL; NULL is a no-op. For hosts that hold DLPack
+ * tensors without dlpack.h (language bindings: a capsule never consumed).
+ * @param managed The managed tensor; invalid after the call.
+ */
+MIXP_API void mixp_dlpack_release(struct DLManagedTensor *managed);
+
+/**
+ * mixp_dlpack_release() for a DLPack >= 1.0 managed tensor.
+ * @param managed The managed tensor; invalid after the call.
+ */
+MIXP_API void mixp_dlpack_release_versioned(struct DLManagedTensorVersioned *managed);
+
 /**
  * Copies a tensor's values to host memory in row-major order (any strides).
  * @param tensor The tensor.

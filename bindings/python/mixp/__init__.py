@@ -25,6 +25,7 @@ from .errors import (Error, InvalidArgumentError, ShapeError, DTypeError, Device
 from .dtypes import dtype, float32, float16, bfloat16, float64, int32, int64, uint8, bool_
 from .session import Session, default_session, set_default_session, no_grad
 from .tensor import Tensor, tensor, from_numpy, zeros, ones, full, arange, rand, randn
+from .dlpack import from_dlpack
 from . import functional
 from . import nn
 from . import optim
@@ -52,7 +53,7 @@ __all__ = [
     "OutOfMemoryError", "StateError", "CorruptError", "IOError_", "NumericError",
     "UnsupportedError", "InternalError", "dtype", "float32", "float16", "bfloat16", "float64",
     "int32", "int64", "uint8", "bool_", "Session", "default_session", "set_default_session",
-    "no_grad", "Tensor", "tensor", "from_numpy", "zeros", "ones", "full", "arange", "rand",
+    "no_grad", "Tensor", "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "arange", "rand",
     "randn", "functional", "nn", "optim", "amp", "data", "matmul", "relu", "gelu", "sigmoid",
     "tanh", "softmax", "log_softmax", "cross_entropy", "mse_loss", "cat", "split", "build_info",
     "ops", "save_state", "load_state", "__version__",

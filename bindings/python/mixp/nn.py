@@ -57,6 +57,19 @@ class Module(Handle):
         capi.mixp_module_set_training(self._h, int(bool(mode)))
         return self
 
+    def load_safetensors(self, path, strict=True, optimizer=None):
+        """Loads weights from a safetensors file, e.g. one PyTorch wrote with
+        ``safetensors.torch.save_file(model.state_dict(), path)``: every
+        parameter and buffer takes the tensor of its (PyTorch) name, cast to
+        its dtype. ``strict`` (PyTorch's load_state_dict rule): every one must
+        be in the file and every tensor of the file used. ``optimizer``: the
+        optimizer holding fp32 masters of decorated (O2) parameters, whose
+        masters take the values too. A failed load changes nothing and raises
+        the mixp error naming the tensor. Returns self."""
+        opt = None if optimizer is None else optimizer._h
+        capi.mixp_module_load_safetensors(self._h, opt, str(path), int(bool(strict)))
+        return self
+
     def eval(self):
         return self.train(False)
 

@@ -51,13 +51,18 @@ class Tensor(Handle):
         tensor's exact dtype; it is kept alive until the tensor, and every view
         of it, is released, and in-place updates (an optimizer step on a
         borrowed parameter) write into it. ``dtype=mixp.bfloat16`` takes
-        floats (rounded by mixp) or uint16 bit patterns.
+        floats (rounded by mixp) or uint16 bit patterns; an ml_dtypes
+        ``bfloat16`` array is taken as bf16 bits without a float32 detour
+        (``t.numpy(bf16_bits=True).view(ml_dtypes.bfloat16)`` goes back).
         """
         session = session or default_session()
         if not copy:
             return _borrow(array, dtype, session)
         arr = np.asarray(array)
         target = None if dtype is None else as_dtype(dtype)
+        if arr.dtype.name == "bfloat16" and arr.dtype.itemsize == 2 and target in (None, bfloat16):
+            # ml_dtypes' bfloat16 (JAX, TensorFlow): its bits, no float32 detour.
+            arr, target = arr.view(np.uint16), bfloat16
         if target is bfloat16:
             if arr.dtype == np.uint16:  # raw bits
                 arr = _c_order(arr)
@@ -94,6 +99,36 @@ class Tensor(Handle):
     def __array__(self, dtype=None):
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
+
+    # ---- DLPack (the array API's exchange protocol) -----------------------------
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule sharing this tensor's memory (no copy).
+
+        ``max_version`` >= (1, 0) gives a DLPack 1.0 ("dltensor_versioned")
+        capsule, else the legacy one numpy < 2 and older consumers take.
+        ``copy=True`` shares a fresh copy instead; ``copy=False`` is what
+        happens anyway. On CUDA the session's queued work is waited for first,
+        so ``stream`` (the consumer's) needs no further ordering.
+        ``dl_device`` other than this tensor's raises BufferError.
+        """
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"mixp: __dlpack__: the tensor is on {self.__dlpack_device__()}, "
+                              f"not {tuple(dl_device)}")
+        src = self
+        if copy:
+            src = Tensor(capi.mixp_tensor_zeros(self._session._h, int(self.dtype), list(self.shape)),
+                         self._session)
+            with self._session.no_grad():
+                src.copy_(self)
+        versioned = max_version is not None and tuple(max_version)[0] >= 1
+        return capi.mixp_swig_to_dlpack(src._h, 1 if versioned else 0)
+
+    def __dlpack_device__(self):
+        """(device type, index): (1, 0) for the CPU (kDLCPU), (2, N) for cuda:N (kDLCUDA)."""
+        dev = self._session.device
+        if dev.startswith("cuda"):
+            return (2, int(dev.split(":")[1]) if ":" in dev else 0)
+        return (1, 0)
 
     def tolist(self):
         return self.numpy().tolist()
