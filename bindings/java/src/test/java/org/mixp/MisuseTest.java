@@ -9,6 +9,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.concurrent.TimeUnit;
+import java.util.zip.ZipEntry;
+import java.util.zip.ZipInputStream;
+import java.util.zip.ZipOutputStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -104,21 +107,50 @@ class MisuseTest {
 
   @Test
   void nativeLoaderNamesEveryPathItTried(@TempDir Path dir) throws Exception {
-    // mixp.jar alone in a folder, no library beside it, nothing on the paths
+    // A jar without the native resources, alone in a folder, no library
+    // beside it, nothing on the paths: the error names every place tried.
     Path jar = Paths.get(NativeLoader.class.getProtectionDomain().getCodeSource().getLocation().toURI());
     assertTrue(jar.toString().endsWith(".jar"), jar.toString());
+    Path stripped = dir.resolve("mixp.jar");
+    try (ZipInputStream in = new ZipInputStream(Files.newInputStream(jar));
+         ZipOutputStream out = new ZipOutputStream(Files.newOutputStream(stripped))) {
+      for (ZipEntry e; (e = in.getNextEntry()) != null; ) {
+        if (e.getName().startsWith("org/mixp/native/")) {
+          continue;
+        }
+        out.putNextEntry(new ZipEntry(e.getName()));
+        in.transferTo(out);
+        out.closeEntry();
+      }
+    }
+    String out = runMixp(stripped);
+    for (String tried : new String[] {"/nonexistent/libmixp_jni.so (no such file)",
+                                      dir.resolve("libmixp_jni.so") + " (no such file)",
+                                      "java.library.path=/nonexistent-dir",
+                                      "org/mixp/native/linux-x86_64/libmixp_jni.so (not in this jar)"}) {
+      assertTrue(out.contains(tried), () -> "the error does not name " + tried + ":\n" + out);
+    }
+  }
+
+  @Test
+  void jarAloneLoadsTheLibrariesItCarries(@TempDir Path dir) throws Exception {
+    Path jar = Paths.get(NativeLoader.class.getProtectionDomain().getCodeSource().getLocation().toURI());
     Path lonely = Files.copy(jar, dir.resolve("mixp.jar"));
+    String out = runMixp(lonely);
+    assertTrue(out.startsWith("mixp " + Mixp.version()), out);
+  }
+
+  // Runs org.mixp.Mixp from `jar` alone with every other way to the library
+  // pointing nowhere; returns its output (an exit status 0 when it loaded).
+  private static String runMixp(Path jar) throws Exception {
     String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
     Process p = new ProcessBuilder(java, "-D" + NativeLoader.PROPERTY + "=/nonexistent/libmixp_jni.so",
-                                   "-Djava.library.path=/nonexistent-dir", "-cp", lonely.toString(), "org.mixp.Mixp")
+                                   "-Djava.library.path=/nonexistent-dir", "-cp", jar.toString(), "org.mixp.Mixp")
                     .redirectErrorStream(true).start();
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertTrue(p.waitFor(60, TimeUnit.SECONDS));
-    assertTrue(p.exitValue() != 0, out);
-    for (String tried : new String[] {"/nonexistent/libmixp_jni.so (no such file)",
-                                      dir.resolve("libmixp_jni.so") + " (no such file)",
-                                      "java.library.path=/nonexistent-dir"}) {
-      assertTrue(out.contains(tried), () -> "the error does not name " + tried + ":\n" + out);
-    }
+    boolean carries = out.startsWith("mixp ");
+    assertEquals(carries, p.exitValue() == 0, out);
+    return out;
   }
 }
