@@ -116,6 +116,7 @@ MIXP_OPTIONS(mixp_grad_scaler_options, mixp_grad_scaler_options_init)
 MIXP_OPTIONS(mixp_decorate_options, mixp_decorate_options_init)
 MIXP_OPTIONS(mixp_synthetic_options, mixp_synthetic_options_init)
 MIXP_OPTIONS(mixp_loader_options, mixp_loader_options_init)
+MIXP_OPTIONS(mixp_cross_entropy_options, mixp_cross_entropy_options_init)
 MIXP_OPTIONS(mixp_state_spec, mixp_state_spec_init)
 
 %extend mixp_optimizer_options {
@@ -192,6 +193,7 @@ MIXP_OPTIONS(mixp_state_spec, mixp_state_spec_init)
 %noexception mixp_decorate_options_init;
 %noexception mixp_synthetic_options_init;
 %noexception mixp_loader_options_init;
+%noexception mixp_cross_entropy_options_init;
 %noexception mixp_state_spec_init;
 %noexception mixp_session_destroy;
 %noexception mixp_tensor_release;

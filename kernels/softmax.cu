@@ -124,7 +124,7 @@ __device__ __forceinline__ void row_lse(const T *row, int64_t c, acc_t<T> *m_out
 
 template <class T>
 __global__ void cross_entropy_kernel(const T *logits, const int64_t *target, int64_t c,
-                                     int64_t ignore_index, void *losses, bool loss_f64) {
+                                     int64_t ignore_index, double eps, void *losses, bool loss_f64) {
   using A = acc_t<T>;
   const int64_t i = blockIdx.x;
   const int64_t t = target[i];  // uniform over the block: whole blocks return together
@@ -139,14 +139,26 @@ __global__ void cross_entropy_kernel(const T *logits, const int64_t *target, int
   const T *row = logits + i * c;
   A m, s;
   row_lse(row, c, &m, &s);
-  if (threadIdx.x == 0) st_loss(losses, i, loss_f64, double(log(s) + m - ld(row[t])));
+  if (eps == 0.0) {
+    if (threadIdx.x == 0) st_loss(losses, i, loss_f64, double(log(s) + m - ld(row[t])));
+    return;
+  }
+  // Label smoothing: (1 - e)(lse - x_t) + e (lse - mean_k x_k).
+  A sx = A(0);
+  for (int64_t k = threadIdx.x; k < c; k += blockDim.x) sx += ld(row[k]);
+  sx = block_sum(sx);
+  if (threadIdx.x == 0) {
+    const double lse = double(log(s) + m);
+    st_loss(losses, i, loss_f64,
+            (1.0 - eps) * (lse - double(ld(row[t]))) + eps * (lse - double(sx) / double(c)));
+  }
 }
 
 // glogits[i, :] = row_scale[i] * (softmax(logits[i]) - onehot(target[i])).
 template <class T>
 __global__ void cross_entropy_bwd_kernel(const T *logits, const int64_t *target, int64_t c,
-                                         int64_t ignore_index, const void *row_scale, bool rs_f64,
-                                         T *glogits) {
+                                         int64_t ignore_index, double eps, const void *row_scale,
+                                         bool rs_f64, T *glogits) {
   using A = acc_t<T>;
   const int64_t i = blockIdx.x;
   const int64_t t = target[i];
@@ -159,9 +171,11 @@ __global__ void cross_entropy_bwd_kernel(const T *logits, const int64_t *target,
   A m, s;
   row_lse(row, c, &m, &s);
   const A rs = A(ld_loss(row_scale, i, rs_f64)), inv = A(1) / s;
+  // The smoothed target: (1 - e) on the class, e / c everywhere.
+  const A on = eps == 0.0 ? A(1) : A(1.0 - eps + eps / double(c)), off = eps == 0.0 ? A(0) : A(eps / double(c));
   for (int64_t k = threadIdx.x; k < c; k += blockDim.x) {
     const A p = exp(ld(row[k]) - m) * inv;
-    g[k] = st<T>(rs * (p - (k == t ? A(1) : A(0))));
+    g[k] = st<T>(rs * (p - (k == t ? on : off)));
   }
 }
 
@@ -212,7 +226,7 @@ void CudaBackend::softmax_backward(const View &y, const View &gy, int64_t outer,
 }
 
 void CudaBackend::cross_entropy(const View &logits, const View &target, int64_t n, int64_t c,
-                                int64_t ignore_index, const View &losses) {
+                                int64_t ignore_index, double label_smoothing, const View &losses) {
   if (target.dtype != MIXP_I64) fail(MIXP_ERR_INTERNAL, "cuda cross_entropy: target must be i64");
   const bool f64 = loss_is_f64(losses, "cross_entropy", "losses");
   if (n == 0) return;
@@ -221,14 +235,15 @@ void CudaBackend::cross_entropy(const View &logits, const View &target, int64_t 
     for_row_pieces(n, [&](int64_t r0, unsigned rows) {
       cross_entropy_kernel<T><<<rows, row_threads(c), 0, stream()>>>(
           static_cast<const T *>(logits.data) + r0 * c, static_cast<const int64_t *>(target.data) + r0, c,
-          ignore_index, static_cast<char *>(losses.data) + r0 * (f64 ? 8 : 4), f64);
+          ignore_index, label_smoothing, static_cast<char *>(losses.data) + r0 * (f64 ? 8 : 4), f64);
     });
   });
   MIXP_CUDA_LAUNCHED();
 }
 
 void CudaBackend::cross_entropy_backward(const View &logits, const View &target, int64_t n, int64_t c,
-                                         int64_t ignore_index, const View &row_scale, const View &glogits) {
+                                         int64_t ignore_index, double label_smoothing, const View &row_scale,
+                                         const View &glogits) {
   if (target.dtype != MIXP_I64) fail(MIXP_ERR_INTERNAL, "cuda cross_entropy_backward: target must be i64");
   const bool f64 = loss_is_f64(row_scale, "cross_entropy_backward", "row_scale");
   if (n == 0 || c == 0) return;
@@ -237,7 +252,7 @@ void CudaBackend::cross_entropy_backward(const View &logits, const View &target,
     for_row_pieces(n, [&](int64_t r0, unsigned rows) {
       cross_entropy_bwd_kernel<T><<<rows, row_threads(c), 0, stream()>>>(
           static_cast<const T *>(logits.data) + r0 * c, static_cast<const int64_t *>(target.data) + r0, c,
-          ignore_index, static_cast<const char *>(row_scale.data) + r0 * (f64 ? 8 : 4), f64,
+          ignore_index, label_smoothing, static_cast<const char *>(row_scale.data) + r0 * (f64 ? 8 : 4), f64,
           static_cast<T *>(glogits.data) + r0 * c);
     });
   });

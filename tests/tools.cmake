@@ -143,3 +143,11 @@ if(TARGET mixp-bench)
   set_tests_properties(mixp_bench_cpu_smoke PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR} TIMEOUT 300
                        FAIL_REGULAR_EXPRESSION "failed:")
 endif()
+
+# --label-smoothing: the training loss is the smoothed one (higher than the
+# plain loss of the same run: the targets are no longer one-hot), accuracy
+# is unharmed, and a value outside [0, 1] is a usage error (exit 2).
+add_test(NAME mixp_train_label_smoothing
+  COMMAND sh -c "t=\"$0\"; set -- --data synthetic --epochs 2 --limit-train 2048 --limit-test 500 --hidden 64 --seed 5; \"$t\" \"$@\" >plain.txt 2>&1 && \"$t\" \"$@\" --label-smoothing 0.1 >smooth.txt 2>&1 || exit 1; p=$(sed -n 's/^epoch 2.2: train_loss=\\([0-9.]*\\).*/\\1/p' plain.txt); q=$(sed -n 's/^epoch 2.2: train_loss=\\([0-9.]*\\).*/\\1/p' smooth.txt); awk -v p=\"$p\" -v q=\"$q\" 'BEGIN { exit !(q > p) }' || exit 1; grep -q 'final: test_accuracy=0\\.9[0-9]*\\|final: test_accuracy=1\\.0' smooth.txt || exit 1; \"$t\" --data synthetic --label-smoothing 1.5 >/dev/null 2>&1; test $? -eq 2"
+          $<TARGET_FILE:mixp-train>)
+set_tests_properties(mixp_train_label_smoothing PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR} TIMEOUT 120)

@@ -62,6 +62,7 @@ void usage(FILE *f) {
           "  --loss-scale MODE       dynamic, static:N or off (default: dynamic for f16, off for bf16)\n"
           "  --init-scale X          initial dynamic loss scale (default 65536)\n"
           "  --clip-norm X           clip gradients to global norm X after unscaling (default off)\n"
+          "  --label-smoothing X     cross-entropy label smoothing in [0, 1] (PyTorch's; default 0)\n"
           "  --accum-steps N         accumulate gradients over N batches per optimizer step (default 1)\n"
           "  --check-numerics M      off (default), warn or error: report the first op with NaN/Inf\n"
           "  --compare               run O0, O1 and O2 with the same seed and print one table\n"
@@ -229,6 +230,7 @@ static const flag kFlags[] = {
     {"--loss-scale", CUSTOM, 0, 0, 0, NULL, NULL, parse_loss_scale, 0, 0},
     {"--init-scale", REAL, AT(init_scale), 0, 0, NULL, NULL, NULL, 0, 1},
     {"--clip-norm", REAL, AT(clip_norm), 0, 0, NULL, NULL, NULL, 0, 0},
+    {"--label-smoothing", REAL, AT(label_smoothing), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--accum-steps", INT, AT(accum_steps), 1, 1 << 20, NULL, NULL, NULL, 0, 0},
     {"--check-numerics", CHOICE, AT(check_numerics), 0, 0, "off,warn,error", kNumerics, NULL, 0, 0},
     {"--compare", SWITCH, AT(compare), 0, 0, NULL, NULL, NULL, 0, 0},
@@ -325,6 +327,7 @@ static void check_combinations(args *a) {
     bad_usage("--model-config is for the zoo models; the MLP takes --hidden");
   if (a->model_config && strlen(a->model_config) > MAX_CONFIG / 2) bad_usage("--model-config is too long");
   if (a->save_every && !a->save_path) bad_usage("--save-every needs --save PATH");
+  if (a->label_smoothing > 1.0) bad_usage("--label-smoothing must be in [0, 1]");
   if (a->max_steps % a->accum_steps != 0)
     bad_usage("--max-steps must be a multiple of --accum-steps (%d)", a->accum_steps);
   if (a->save_every % a->accum_steps != 0)

@@ -156,6 +156,7 @@ static void zoo_config(const args *a, const int64_t *shape, int ndim, int64_t cl
 void model_create(mixp_session *s, const args *a, const int64_t *shape, int ndim, int64_t classes,
                   model *m) {
   memset(m, 0, sizeof *m);
+  m->label_smoothing = a->label_smoothing;
   if (strcmp(a->model, "mlp") == 0) {
     int64_t in = 1;
     for (int i = 0; i < ndim; ++i) in *= shape[i];
@@ -199,10 +200,13 @@ void model_set_training(const model *m, int training) {
   CHECK(mixp_module_set_training(m->zoo, training));
 }
 
-mixp_tensor *model_loss(const model *m, const mixp_tensor *logits, const mixp_tensor *y) {
+mixp_tensor *model_loss(const model *m, const mixp_tensor *logits, const mixp_tensor *y, int training) {
   mixp_tensor *loss = NULL;
+  mixp_cross_entropy_options o;
+  mixp_cross_entropy_options_init(&o);
+  o.label_smoothing = training ? m->label_smoothing : 0.0;
   if (!m->is_gpt) {
-    CHECK(mixp_cross_entropy(logits, y, MIXP_REDUCTION_MEAN, MIXP_IGNORE_INDEX_DEFAULT, &loss));
+    CHECK(mixp_cross_entropy_ex(logits, y, &o, &loss));
     return loss;
   }
   /* Every position predicts its next token: [B, T, V] -> [B*T, V]. */
@@ -210,7 +214,7 @@ mixp_tensor *model_loss(const model *m, const mixp_tensor *logits, const mixp_te
   mixp_tensor *l2 = NULL, *y2 = NULL;
   CHECK(mixp_reshape(logits, flat_l, 2, &l2));
   CHECK(mixp_reshape(y, flat_y, 1, &y2));
-  CHECK(mixp_cross_entropy(l2, y2, MIXP_REDUCTION_MEAN, MIXP_IGNORE_INDEX_DEFAULT, &loss));
+  CHECK(mixp_cross_entropy_ex(l2, y2, &o, &loss));
   mixp_tensor_release(l2);
   mixp_tensor_release(y2);
   return loss;

@@ -52,7 +52,7 @@ static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y)
   if (first) CHECK(mixp_optimizer_zero_grad(t->opt));
   if (t->amp_on) CHECK(mixp_autocast_push(t->s, &t->autocast));
   mixp_tensor *logits = model_forward(t->m, x);
-  mixp_tensor *loss = model_loss(t->m, logits, y);
+  mixp_tensor *loss = model_loss(t->m, logits, y, 1);
   if (t->amp_on) CHECK(mixp_autocast_pop(t->s));
   double lv = 0;
   CHECK(mixp_tensor_item(loss, &lv));
@@ -182,7 +182,7 @@ double evaluate(const trainer *t, mixp_dataset *test, int64_t limit) {
     if (m->is_gpt) {
       /* Whole batches only: the mean is per token, batches are equal-sized
        * but for the last one, which is weighted by its size. */
-      mixp_tensor *loss = model_loss(m, logits, y);
+      mixp_tensor *loss = model_loss(m, logits, y, 0);
       double lv = 0;
       CHECK(mixp_tensor_item(loss, &lv));
       loss_sum += lv * (double)b;

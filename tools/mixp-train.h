@@ -53,6 +53,7 @@ typedef struct args {
   double static_scale;          /* the N of static:N */
   double init_scale;            /* --init-scale (default 65536) */
   double clip_norm;             /* --clip-norm (0: off) */
+  double label_smoothing;       /* --label-smoothing, in [0, 1] (0: off) */
   int accum_steps;              /* --accum-steps (default 1) */
   mixp_numerics_mode check_numerics; /* --check-numerics off|warn|error */
   int compare;                  /* --compare: O0, O1 and O2 in one table */
@@ -93,6 +94,7 @@ const char *open_data(mixp_session *s, const args *a, mixp_dataset **train,
 
 typedef struct model {
   int is_gpt; /* a language model: logits [B, T, V], targets [B, T] */
+  double label_smoothing; /* of the training loss (evaluation uses none) */
   mixp_module *zoo;
   char zoo_config[MAX_CONFIG]; /* what mixp_model_create was given */
   char config[MAX_CONFIG]; /* what is printed: the zoo configuration, or the
@@ -112,8 +114,9 @@ int model_parameters(const model *m, mixp_tensor **out, int cap);
 /* Logits of a batch (owned). */
 mixp_tensor *model_forward(const model *m, const mixp_tensor *x);
 void model_set_training(const model *m, int training);
-/* Mean cross-entropy of logits against targets (token level for gpt). */
-mixp_tensor *model_loss(const model *m, const mixp_tensor *logits, const mixp_tensor *y);
+/* Mean cross-entropy of logits against targets (token level for gpt), with
+ * the model's label smoothing when `training`. */
+mixp_tensor *model_loss(const model *m, const mixp_tensor *logits, const mixp_tensor *y, int training);
 
 /* ---- checkpoints (mixp-train-state.c) ----------------------------------------- */
 

@@ -1139,6 +1139,36 @@ typedef MIXP_ENUM(mixp_reduction) {
 MIXP_API mixp_status mixp_cross_entropy(const mixp_tensor *logits, const mixp_tensor *target,
                                         mixp_reduction reduction, int64_t ignore_index,
                                         mixp_tensor **out);
+
+/** Options of mixp_cross_entropy_ex(); fill with mixp_cross_entropy_options_init(). */
+typedef struct mixp_cross_entropy_options {
+  uint32_t struct_size;        /**< sizeof(mixp_cross_entropy_options). */
+  mixp_reduction reduction;    /**< MIXP_REDUCTION_MEAN. */
+  int64_t ignore_index;        /**< MIXP_IGNORE_INDEX_DEFAULT (-100). */
+  /** In [0, 1] (0): PyTorch's label smoothing. The target distribution is
+   *  (1 - e) on the class plus e / C on every class, so a row's loss is
+   *  (1 - e) (-log p[target]) + e mean_c(-log p[c]); ignored rows stay 0 and
+   *  out of the mean. */
+  double label_smoothing;
+} mixp_cross_entropy_options;
+
+/** Fills @p options with the defaults above and sets struct_size.
+ *  @param[out] options NULL is ignored. Thread-safe. */
+MIXP_API void mixp_cross_entropy_options_init(mixp_cross_entropy_options *options);
+
+/** (cross_entropy) mixp_cross_entropy() with options: label smoothing
+ *  beside the reduction and ignore_index. label_smoothing = 0 gives the
+ *  results of mixp_cross_entropy() bit for bit.
+ *  @param logits Logits [N, C].
+ *  @param target I64 class indices [N].
+ *  @param options NULL for the defaults; otherwise validated field by field
+ *                 (a wrong struct_size, an unknown reduction or a
+ *                 label_smoothing outside [0, 1] is MIXP_ERR_INVALID_ARGUMENT).
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref ops). */
+MIXP_API mixp_status mixp_cross_entropy_ex(const mixp_tensor *logits, const mixp_tensor *target,
+                                           const mixp_cross_entropy_options *options,
+                                           mixp_tensor **out);
 /** (mse_loss) Mean (or sum, or none) of (a - b)^2; shapes must be equal.
  *  @param a First input.
  *  @param b Second input (same shape as @p a).

@@ -182,15 +182,17 @@ class Backend {
                                 int64_t inner, bool log, const View &gx) = 0;
   // Per-row cross-entropy of contiguous logits [n, c] against I64 targets:
   // losses ([n]; F64 for F64 logits, else F32) gets -log softmax(logits)[target],
-  // 0 where ignored.
+  // 0 where ignored. With label smoothing e in [0, 1] (PyTorch's definition),
+  // (1 - e) * that + e * mean_k(-log softmax(logits)[k]); e == 0 gives the
+  // plain loss bit for bit.
   virtual void cross_entropy(const View &logits, const View &target, int64_t n, int64_t c,
-                             int64_t ignore_index, const View &losses) = 0;
-  // glogits[i, :] = row_scale[i] * (softmax(logits[i]) - onehot(target[i])),
+                             int64_t ignore_index, double label_smoothing, const View &losses) = 0;
+  // glogits[i, :] = row_scale[i] * (softmax(logits[i]) - (1 - e) onehot(target[i]) - e / c),
   // 0 for ignored rows; row_scale [n] (the incoming per-row gradient, same
   // dtype as the losses buffer).
   virtual void cross_entropy_backward(const View &logits, const View &target, int64_t n,
-                                      int64_t c, int64_t ignore_index, const View &row_scale,
-                                      const View &glogits) = 0;
+                                      int64_t c, int64_t ignore_index, double label_smoothing,
+                                      const View &row_scale, const View &glogits) = 0;
 
   // Validates contiguous I64 indices (IndexCheck) and, when inv_count (an F64
   // scalar) is given, writes 1 / (the number of indices != ignore) there

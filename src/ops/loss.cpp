@@ -1,5 +1,6 @@
 // Losses: softmax cross-entropy over class indices (fused kernel, PyTorch's
-// ignore_index and reduction semantics) and the mean squared error.
+// ignore_index, label_smoothing and reduction semantics) and the mean
+// squared error.
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@ struct CrossEntropyNode : Node {
   TensorPtr target;  // contiguous I64
   mixp_reduction reduction = MIXP_REDUCTION_MEAN;
   int64_t ignore_index = MIXP_IGNORE_INDEX_DEFAULT;
+  double label_smoothing = 0.0;
   int64_t n = 0, c = 0;
   TensorPtr inv_count;  // F64 scalar on the device: 1/count for the mean
 
@@ -44,7 +46,8 @@ struct CrossEntropyNode : Node {
     TensorPtr gl = empty(logits->session.get(), logits->dtype, shape_of(*logits));
     if (gl->numel() > 0)
       backend_of(*logits).cross_entropy_backward(view_of(*logits), view_of(*target), n, c,
-                                                 ignore_index, view_of(*rs), view_of(*gl));
+                                                 ignore_index, label_smoothing, view_of(*rs),
+                                                 view_of(*gl));
     return {gl};
   }
   void release_saved() override {
@@ -57,14 +60,16 @@ struct CrossEntropyNode : Node {
 }  // namespace
 
 TensorPtr cross_entropy(const TensorPtr &logits_in, const TensorPtr &target, mixp_reduction reduction,
-                        int64_t ignore_index) {
-  static const char *fn = "mixp_cross_entropy";
+                        int64_t ignore_index, double label_smoothing, const char *fn) {
   TensorPtr logits = logits_in;
   OpScope scope(OpId::cross_entropy, logits->session.get(), {&logits});
-  scope.tape({logits.get(), target.get()},
-             [=](const Replay &r) { return cross_entropy(r[0], r[1], reduction, ignore_index); });
+  scope.tape({logits.get(), target.get()}, [=](const Replay &r) {
+    return cross_entropy(r[0], r[1], reduction, ignore_index, label_smoothing, fn);
+  });
   Session *s = same_session(fn, {logits.get(), target.get()});
   check_reduction(fn, reduction);
+  if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": label_smoothing = ", label_smoothing, " is outside [0, 1]");
   require_float(fn, "logits", *logits);
   if (target->dtype != MIXP_I64)
     fail(MIXP_ERR_DTYPE, fn, ": target must have dtype i64 (class indices), got ",
@@ -97,7 +102,8 @@ TensorPtr cross_entropy(const TensorPtr &logits_in, const TensorPtr &target, mix
   const DType ldt = loss_dtype(logits->dtype);
   TensorPtr lc = contiguous(detach(*logits));
   TensorPtr losses = empty(s, ldt, Shape{n});
-  if (n > 0) be.cross_entropy(view_of(*lc), view_of(*tc), n, c, ignore_index, view_of(*losses));
+  if (n > 0)
+    be.cross_entropy(view_of(*lc), view_of(*tc), n, c, ignore_index, label_smoothing, view_of(*losses));
 
   TensorPtr out = losses;
   if (reduction == MIXP_REDUCTION_SUM) {
@@ -126,6 +132,7 @@ TensorPtr cross_entropy(const TensorPtr &logits_in, const TensorPtr &target, mix
     node->target = tc;
     node->reduction = reduction;
     node->ignore_index = ignore_index;
+    node->label_smoothing = label_smoothing;
     node->n = n;
     node->c = c;
     node->inv_count = inv_count;

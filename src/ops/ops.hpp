@@ -162,8 +162,10 @@ TensorPtr mean(const TensorPtr &x, const std::vector<int> &dims, bool keepdim);
 void max(const TensorPtr &x, int dim, bool keepdim, TensorPtr *values, TensorPtr *indices);
 TensorPtr argmax(const TensorPtr &x, int dim, bool keepdim);
 TensorPtr softmax(const TensorPtr &x, int dim, bool log);
+// label_smoothing in [0, 1] (PyTorch's); fn names the C function in errors.
 TensorPtr cross_entropy(const TensorPtr &logits, const TensorPtr &target,
-                        mixp_reduction reduction, int64_t ignore_index);
+                        mixp_reduction reduction, int64_t ignore_index,
+                        double label_smoothing = 0.0, const char *fn = "mixp_cross_entropy");
 TensorPtr mse_loss(const TensorPtr &a, const TensorPtr &b, mixp_reduction reduction);
 TensorPtr dropout(const TensorPtr &x, double p, bool training);
 TensorPtr cat(const std::vector<TensorPtr> &xs, int dim);

@@ -211,6 +211,148 @@ static void test_cross_entropy_bad_targets(void **state) {
 
 /* ---- mse_loss ---------------------------------------------------------------- */
 
+/* ---- label smoothing (mixp_cross_entropy_ex) ------------------------------ */
+
+/* PyTorch's definition in double: (1 - e)(-log p_t) + e mean_k(-log p_k). */
+static void ref_ce_smoothed(const double *x, const double *t, int64_t n, int64_t c, double e,
+                            double *rows, double *sum, int64_t *count) {
+  *sum = 0.0;
+  *count = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    rows[i] = 0.0;
+    if ((int64_t)t[i] == MIXP_IGNORE_INDEX_DEFAULT) continue;
+    double m = -INFINITY, z = 0.0, all = 0.0;
+    for (int64_t k = 0; k < c; ++k) m = fmax(m, x[i * c + k]);
+    for (int64_t k = 0; k < c; ++k) z += exp(x[i * c + k] - m);
+    const double lse = m + log(z);
+    for (int64_t k = 0; k < c; ++k) all += lse - x[i * c + k];
+    rows[i] = (1.0 - e) * (lse - x[i * c + (int64_t)t[i]]) + e * all / (double)c;
+    *sum += rows[i];
+    ++*count;
+  }
+}
+
+static void test_cross_entropy_label_smoothing(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  const int64_t shape[2] = {N, C};
+  double v[N * C];
+  mt_fill(v, N * C, -3.0, 3.0, 23);
+  mixp_tensor *tg = targets(s, kTargets, N);
+  static const double eps[] = {0.1, 0.5, 1.0};
+  for (int t = 0; t < 4; ++t) {
+    mixp_dtype dt = kFloatTypes[t];
+    mixp_tensor *x = mt_tensor(s, dt, v, shape, 2);
+    double *xv = mt_values(x);
+    for (size_t e = 0; e < sizeof eps / sizeof *eps; ++e) {
+      double rows[N], total;
+      int64_t count;
+      ref_ce_smoothed(xv, kTargets, N, C, eps[e], rows, &total, &count);
+      for (int r = 0; r < 3; ++r) {
+        mixp_cross_entropy_options o;
+        mixp_cross_entropy_options_init(&o);
+        o.reduction = (mixp_reduction)r;
+        o.label_smoothing = eps[e];
+        mixp_tensor *y = NULL;
+        MT_OK(mixp_cross_entropy_ex(x, tg, &o, &y));
+        assert_int_equal(mixp_tensor_dtype(y), dt);
+        double *yv = mt_values(y);
+        if (r == MIXP_REDUCTION_NONE) {
+          for (int i = 0; i < N; ++i) assert_true(fabs(yv[i] - rows[i]) <= tol_of(dt) * (1 + fabs(rows[i])));
+        } else {
+          const double want = r == MIXP_REDUCTION_SUM ? total : total / (double)count;
+          assert_true(fabs(yv[0] - want) <= tol_of(dt) * (1 + fabs(want)));
+        }
+        free(yv);
+        mixp_tensor_release(y);
+      }
+    }
+    /* e = 0 is mixp_cross_entropy bit for bit (NULL options: the defaults). */
+    mixp_tensor *a = NULL, *b = NULL;
+    MT_OK(mixp_cross_entropy(x, tg, MIXP_REDUCTION_MEAN, MIXP_IGNORE_INDEX_DEFAULT, &a));
+    MT_OK(mixp_cross_entropy_ex(x, tg, NULL, &b));
+    double *av = mt_values(a), *bv = mt_values(b);
+    assert_memory_equal(av, bv, sizeof(double));
+    free(av);
+    free(bv);
+    mixp_tensor_release(a);
+    mixp_tensor_release(b);
+    free(xv);
+    mixp_tensor_release(x);
+  }
+  mixp_tensor_release(tg);
+  mixp_session_destroy(s);
+}
+
+static mixp_status ce_smoothed_fn(mixp_tensor **in, int n, void *ctx, mixp_tensor **out) {
+  (void)n;
+  mixp_cross_entropy_options o;
+  mixp_cross_entropy_options_init(&o);
+  o.label_smoothing = *(const double *)ctx;
+  return mixp_cross_entropy_ex(in[0], in[1], &o, out);
+}
+
+static void test_cross_entropy_label_smoothing_gradcheck(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  double v[N * C];
+  mt_fill(v, N * C, -2.0, 2.0, 29);
+  const int64_t shape[2] = {N, C}, tshape[1] = {N};
+  const mt_input in[2] = {{v, shape, 2, 1, MIXP_F64}, {kTargets, tshape, 1, 0, MIXP_I64}};
+  static const double eps[] = {0.2, 1.0};
+  for (size_t e = 0; e < 2; ++e) mt_gradcheck(s, ce_smoothed_fn, (void *)&eps[e], in, 2, 1e-7, 1e-5);
+  mixp_session_destroy(s);
+}
+
+static void test_cross_entropy_ex_misuse(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  const int64_t shape[2] = {2, 3};
+  const double v[6] = {0, 1, 2, 3, 4, 5}, t[2] = {0, 2};
+  mixp_tensor *x = mt_tensor(s, MIXP_F32, v, shape, 2), *tg = targets(s, t, 2), *y = NULL;
+  mixp_cross_entropy_options o;
+  mixp_cross_entropy_options_init(NULL); /* ignored */
+  static const double bad[] = {-0.1, 1.5, NAN, INFINITY, -INFINITY, 1e300};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; ++i) {
+    mixp_cross_entropy_options_init(&o);
+    o.label_smoothing = bad[i];
+    MT_FAILS(mixp_cross_entropy_ex(x, tg, &o, &y), MIXP_ERR_INVALID_ARGUMENT,
+             "mixp_cross_entropy_ex: label_smoothing");
+    assert_null(y);
+  }
+  mixp_cross_entropy_options_init(&o);
+  o.struct_size = 3;
+  MT_FAILS(mixp_cross_entropy_ex(x, tg, &o, &y), MIXP_ERR_INVALID_ARGUMENT, "mixp_cross_entropy_ex");
+  mixp_cross_entropy_options_init(&o);
+  o.reduction = (mixp_reduction)7;
+  MT_FAILS(mixp_cross_entropy_ex(x, tg, &o, &y), MIXP_ERR_INVALID_ARGUMENT, "reduction = 7");
+  mixp_cross_entropy_options_init(&o);
+  MT_FAILS(mixp_cross_entropy_ex(NULL, tg, &o, &y), MIXP_ERR_INVALID_ARGUMENT, "logits is NULL");
+  MT_FAILS(mixp_cross_entropy_ex(x, NULL, &o, &y), MIXP_ERR_INVALID_ARGUMENT, "target is NULL");
+  MT_FAILS(mixp_cross_entropy_ex(x, tg, &o, NULL), MIXP_ERR_INVALID_ARGUMENT, "out is NULL");
+  /* Absurd ignore_index values are plain values: nothing matches them. */
+  static const int64_t ign[] = {INT64_MAX, INT64_MIN, INT64_C(1) << 62};
+  for (size_t i = 0; i < sizeof ign / sizeof *ign; ++i) {
+    o.ignore_index = ign[i];
+    MT_OK(mixp_cross_entropy_ex(x, tg, &o, &y));
+    mixp_tensor_release(y);
+    y = NULL;
+  }
+  /* A bad target names the function the caller called. */
+  const double badt[2] = {0, 3};
+  mixp_tensor *tb = targets(s, badt, 2);
+  mixp_cross_entropy_options_init(&o);
+  o.label_smoothing = 0.1;
+  if (strcmp(mt_device(), "cpu") == 0)
+    MT_FAILS(mixp_cross_entropy_ex(x, tb, &o, &y), MIXP_ERR_INVALID_ARGUMENT,
+             "mixp_cross_entropy_ex: target[1] = 3 is out of range [0, 3)");
+  mixp_tensor_release(y);
+  mixp_tensor_release(tb);
+  mixp_tensor_release(x);
+  mixp_tensor_release(tg);
+  mixp_session_destroy(s);
+}
+
 static void test_mse_values(void **state) {
   (void)state;
   mixp_session *s = mt_session();
@@ -339,6 +481,9 @@ int main(void) {
       cmocka_unit_test(test_cross_entropy_all_ignored),
       cmocka_unit_test(test_cross_entropy_gradcheck),
       cmocka_unit_test(test_cross_entropy_bad_targets),
+      cmocka_unit_test(test_cross_entropy_label_smoothing),
+      cmocka_unit_test(test_cross_entropy_label_smoothing_gradcheck),
+      cmocka_unit_test(test_cross_entropy_ex_misuse),
       cmocka_unit_test(test_mse_values),
       cmocka_unit_test(test_mse_gradcheck),
       cmocka_unit_test(test_loss_misuse),

@@ -72,11 +72,21 @@ softmax = Tensor.softmax
 log_softmax = Tensor.log_softmax
 
 
-def cross_entropy(logits, target, reduction="mean", ignore_index=capi.MIXP_IGNORE_INDEX_DEFAULT):
-    """Softmax cross-entropy of logits [N, C] against int64 class indices [N]."""
+def cross_entropy(logits, target, reduction="mean", ignore_index=capi.MIXP_IGNORE_INDEX_DEFAULT,
+                  label_smoothing=0.0):
+    """Softmax cross-entropy of logits [N, C] against int64 class indices [N].
+
+    ``label_smoothing`` in [0, 1] is PyTorch's: the target is (1 - e) on the
+    class plus e / C on every class."""
     target = target if isinstance(target, Tensor) else Tensor.from_numpy(target, session=logits.session)
-    return logits._new(capi.mixp_cross_entropy(logits._h, target._h, _REDUCTION[reduction],
-                                               int(ignore_index)))
+    if label_smoothing == 0.0:
+        return logits._new(capi.mixp_cross_entropy(logits._h, target._h, _REDUCTION[reduction],
+                                                   int(ignore_index)))
+    o = capi.mixp_cross_entropy_options()
+    o.reduction = _REDUCTION[reduction]
+    o.ignore_index = int(ignore_index)
+    o.label_smoothing = float(label_smoothing)
+    return logits._new(capi.mixp_cross_entropy_ex(logits._h, target._h, o))
 
 
 def mse_loss(a, b, reduction="mean"):

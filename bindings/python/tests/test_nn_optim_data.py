@@ -114,3 +114,20 @@ def test_missing_files_raise_oserror_with_the_hint(tmp_path):
         data.fashion_mnist(root=tmp_path)
     assert isinstance(e.value, mixp.Error)
     assert "dataset-fashion-mnist" in str(e.value)
+
+
+def test_cross_entropy_label_smoothing_matches_pytorch_definition():
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(5, 7)).astype(np.float64)
+    t = np.array([1, -100, 6, 0, 3], dtype=np.int64)
+    lse = np.log(np.exp(x - x.max(1, keepdims=True)).sum(1)) + x.max(1)
+    keep = t != -100
+    for e in (0.0, 0.1, 1.0):
+        rows = (1 - e) * (lse - x[np.arange(5), np.where(keep, t, 0)]) + e * (lse - x.mean(1))
+        rows = np.where(keep, rows, 0.0)
+        got = mixp.cross_entropy(mixp.tensor(x), t, reduction="none", label_smoothing=e).numpy()
+        np.testing.assert_allclose(got, rows, rtol=1e-12, atol=1e-12)
+        mean = mixp.cross_entropy(mixp.tensor(x), t, label_smoothing=e).item()
+        assert abs(mean - rows[keep].mean()) < 1e-12
+    with pytest.raises(mixp.InvalidArgumentError, match="label_smoothing"):
+        mixp.cross_entropy(mixp.tensor(x), t, label_smoothing=1.5)

@@ -43,9 +43,9 @@ class CpuBackend final : public Backend {
   void softmax_backward(const View &y, const View &gy, int64_t outer, int64_t n, int64_t inner,
                         bool log, const View &gx) override;
   void cross_entropy(const View &logits, const View &target, int64_t n, int64_t c,
-                     int64_t ignore_index, const View &losses) override;
+                     int64_t ignore_index, double label_smoothing, const View &losses) override;
   void cross_entropy_backward(const View &logits, const View &target, int64_t n, int64_t c,
-                              int64_t ignore_index, const View &row_scale,
+                              int64_t ignore_index, double label_smoothing, const View &row_scale,
                               const View &glogits) override;
   // cpu/indices.cpp
   void check_indices(const IndexCheck &chk, const View &indices, const View *inv_count) override;

@@ -266,7 +266,7 @@ void row_lse(const T *row, int64_t c, double *mx, double *sum) noexcept {
 
 template <class T, class L>
 void cross_entropy_impl(const T *logits, const int64_t *target, int64_t n, int64_t c,
-                        int64_t ignore_index, L *losses) {
+                        int64_t ignore_index, double eps, L *losses) {
 #pragma omp parallel for schedule(static) if (n * c >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     const int64_t t = target[i];
@@ -281,13 +281,21 @@ void cross_entropy_impl(const T *logits, const int64_t *target, int64_t n, int64
     const T *row = logits + i * c;
     double m, s;
     row_lse(row, c, &m, &s);
-    losses[i] = L(std::log(s) + m - double(load<T>(row[t])));
+    if (eps == 0.0) {
+      losses[i] = L(std::log(s) + m - double(load<T>(row[t])));
+    } else {
+      // -log p_k = lse - x_k: (1 - e)(lse - x_t) + e (lse - mean_k x_k).
+      double sum_x = 0.0;
+      for (int64_t k = 0; k < c; ++k) sum_x += double(load<T>(row[k]));
+      const double lse = std::log(s) + m;
+      losses[i] = L((1.0 - eps) * (lse - double(load<T>(row[t]))) + eps * (lse - sum_x / double(c)));
+    }
   }
 }
 
 template <class T, class R>
 void cross_entropy_backward_impl(const T *logits, const int64_t *target, int64_t n, int64_t c,
-                                 int64_t ignore_index, const R *row_scale, T *glogits) {
+                                 int64_t ignore_index, double eps, const R *row_scale, T *glogits) {
 #pragma omp parallel for schedule(static) if (n * c >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     const int64_t t = target[i];
@@ -300,9 +308,12 @@ void cross_entropy_backward_impl(const T *logits, const int64_t *target, int64_t
     double m, s;
     row_lse(row, c, &m, &s);
     const double rs = double(row_scale[i]), inv = 1.0 / s;
+    // The smoothed target: (1 - e) on the class, e / c everywhere (e == 0:
+    // exactly the one-hot).
+    const double on = eps == 0.0 ? 1.0 : 1.0 - eps + eps / double(c), off = eps == 0.0 ? 0.0 : eps / double(c);
     for (int64_t k = 0; k < c; ++k) {
       double p = std::exp(double(load<T>(row[k])) - m) * inv;
-      g[k] = store_double<T>(rs * (p - (k == t ? 1.0 : 0.0)));
+      g[k] = store_double<T>(rs * (p - (k == t ? on : off)));
     }
   }
 }
@@ -374,7 +385,7 @@ void CpuBackend::softmax_backward(const View &y, const View &gy, int64_t outer, 
 }
 
 void CpuBackend::cross_entropy(const View &logits, const View &target, int64_t n, int64_t c,
-                               int64_t ignore_index, const View &losses) {
+                               int64_t ignore_index, double label_smoothing, const View &losses) {
   require_float_view(logits, "cross_entropy", "logits");
   if (target.dtype != MIXP_I64) fail(MIXP_ERR_INTERNAL, "cpu cross_entropy: target must be i64");
   dispatch_float(logits.dtype, [&](auto tag) {
@@ -383,14 +394,14 @@ void CpuBackend::cross_entropy(const View &logits, const View &target, int64_t n
       using L = decltype(ltag);
       cross_entropy_impl(static_cast<const T *>(logits.data),
                          static_cast<const int64_t *>(target.data), n, c, ignore_index,
-                         static_cast<L *>(losses.data));
+                         label_smoothing, static_cast<L *>(losses.data));
     });
   });
 }
 
 void CpuBackend::cross_entropy_backward(const View &logits, const View &target, int64_t n,
-                                        int64_t c, int64_t ignore_index, const View &row_scale,
-                                        const View &glogits) {
+                                        int64_t c, int64_t ignore_index, double label_smoothing,
+                                        const View &row_scale, const View &glogits) {
   require_float_view(logits, "cross_entropy_backward", "logits");
   if (target.dtype != MIXP_I64)
     fail(MIXP_ERR_INTERNAL, "cpu cross_entropy_backward: target must be i64");
@@ -400,7 +411,7 @@ void CpuBackend::cross_entropy_backward(const View &logits, const View &target, 
       using R = decltype(rtag);
       cross_entropy_backward_impl(static_cast<const T *>(logits.data),
                                   static_cast<const int64_t *>(target.data), n, c, ignore_index,
-                                  static_cast<const R *>(row_scale.data),
+                                  label_smoothing, static_cast<const R *>(row_scale.data),
                                   static_cast<T *>(glogits.data));
     });
   });
