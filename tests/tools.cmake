@@ -151,3 +151,12 @@ add_test(NAME mixp_train_label_smoothing
   COMMAND sh -c "t=\"$0\"; set -- --data synthetic --epochs 2 --limit-train 2048 --limit-test 500 --hidden 64 --seed 5; \"$t\" \"$@\" >plain.txt 2>&1 && \"$t\" \"$@\" --label-smoothing 0.1 >smooth.txt 2>&1 || exit 1; p=$(sed -n 's/^epoch 2.2: train_loss=\\([0-9.]*\\).*/\\1/p' plain.txt); q=$(sed -n 's/^epoch 2.2: train_loss=\\([0-9.]*\\).*/\\1/p' smooth.txt); awk -v p=\"$p\" -v q=\"$q\" 'BEGIN { exit !(q > p) }' || exit 1; grep -q 'final: test_accuracy=0\\.9[0-9]*\\|final: test_accuracy=1\\.0' smooth.txt || exit 1; \"$t\" --data synthetic --label-smoothing 1.5 >/dev/null 2>&1; test $? -eq 2"
           $<TARGET_FILE:mixp-train>)
 set_tests_properties(mixp_train_label_smoothing PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR} TIMEOUT 120)
+
+# --op-stats prints which op ran in which dtype during the first step: under
+# O1 bf16 the MLP's two linears and relu ran in bf16, the loss in fp32, and
+# their backward passes are counted apart.
+add_test(NAME mixp_train_op_stats
+  COMMAND mixp-train --data synthetic --epochs 1 --limit-train 512 --limit-test 100 --hidden 32
+          --amp O1 --amp-dtype bf16 --op-stats)
+set_tests_properties(mixp_train_op_stats PROPERTIES TIMEOUT 120
+  PASS_REGULAR_EXPRESSION "op stats \\(first step\\):\nop +\\| fp16 calls[^\n]*\n[-+]+\nlinear +\\| +0 \\| +2 \\| +0 \\| +0 \\| +0\nlinear \\(backward\\) +\\| +0 \\| +2 \\|[^\n]*\nrelu +\\| +0 \\| +1 \\|[^\n]*\n[^\n]*\ncross_entropy +\\| +0 \\| +0 \\| +1 \\|")

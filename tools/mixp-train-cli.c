@@ -63,6 +63,7 @@ void usage(FILE *f) {
           "  --init-scale X          initial dynamic loss scale (default 65536)\n"
           "  --clip-norm X           clip gradients to global norm X after unscaling (default off)\n"
           "  --label-smoothing X     cross-entropy label smoothing in [0, 1] (PyTorch's; default 0)\n"
+          "  --op-stats              print which op ran in which dtype during the first step\n"
           "  --accum-steps N         accumulate gradients over N batches per optimizer step (default 1)\n"
           "  --check-numerics M      off (default), warn or error: report the first op with NaN/Inf\n"
           "  --compare               run O0, O1 and O2 with the same seed and print one table\n"
@@ -231,6 +232,7 @@ static const flag kFlags[] = {
     {"--init-scale", REAL, AT(init_scale), 0, 0, NULL, NULL, NULL, 0, 1},
     {"--clip-norm", REAL, AT(clip_norm), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--label-smoothing", REAL, AT(label_smoothing), 0, 0, NULL, NULL, NULL, 0, 0},
+    {"--op-stats", SWITCH, AT(op_stats), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--accum-steps", INT, AT(accum_steps), 1, 1 << 20, NULL, NULL, NULL, 0, 0},
     {"--check-numerics", CHOICE, AT(check_numerics), 0, 0, "off,warn,error", kNumerics, NULL, 0, 0},
     {"--compare", SWITCH, AT(compare), 0, 0, NULL, NULL, NULL, 0, 0},

@@ -50,6 +50,9 @@ static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y)
   const int first = p->micro % a->accum_steps == 0;
   const int last = (p->micro + 1) % a->accum_steps == 0;
   if (first) CHECK(mixp_optimizer_zero_grad(t->opt));
+  /* --op-stats: the ops of the first batch's forward, backward and step. */
+  const int count_ops = a->op_stats && p->steps == 0;
+  if (count_ops) CHECK(mixp_session_op_stats_start(t->s));
   if (t->amp_on) CHECK(mixp_autocast_push(t->s, &t->autocast));
   mixp_tensor *logits = model_forward(t->m, x);
   mixp_tensor *loss = model_loss(t->m, logits, y, 1);
@@ -71,6 +74,11 @@ static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y)
     int found_inf = 0;
     CHECK(mixp_grad_scaler_found_inf(t->scaler, &found_inf));
     p->skipped += found_inf != 0;
+  }
+  if (count_ops) {
+    CHECK(mixp_session_op_stats_stop(t->s));
+    printf("op stats (first step):\n%s", mixp_session_op_stats_report(t->s));
+    fflush(stdout);
   }
   p->micro++;
   if (objective != loss) mixp_tensor_release(objective);

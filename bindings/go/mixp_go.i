@@ -151,6 +151,7 @@ MIXP_GO_OUT(int *size, *int32)
 MIXP_GO_OUT(int *ndim, *int32)
 MIXP_GO_OUT(int64_t *growth_tracker, *int64)
 MIXP_GO_OUT(int64_t *step, *int64)
+MIXP_GO_OUT(int64_t *count, *int64)
 MIXP_GO_OUT(size_t *size, *uint64)
 MIXP_GO_OUT(size_t *written, *uint64)
 

@@ -137,7 +137,7 @@ MIXP_JAVA_HANDLE(mixp_loader)
 %include <typemaps.i>
 %apply double *OUTPUT { double *value, double *lr, double *scale };
 %apply int *OUTPUT { int *found_inf, int *size, int *ndim };
-%apply long long *OUTPUT { int64_t *growth_tracker, int64_t *step };
+%apply long long *OUTPUT { int64_t *growth_tracker, int64_t *step, int64_t *count };
 %typemap(jni) size_t *size, size_t *written "jlongArray"
 %typemap(jtype) size_t *size, size_t *written "long[]"
 %typemap(jstype) size_t *size, size_t *written "long[]"

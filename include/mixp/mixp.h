@@ -320,6 +320,7 @@ MIXP_API mixp_status mixp_session_set_numerics_check(mixp_session *session,
  */
 MIXP_API const char *mixp_session_numerics_report(const mixp_session *session);
 
+
 /**
  * Routes the session's log messages to @p fn (NULL restores the default:
  * warnings to stderr, info dropped). The callback runs on the thread that
@@ -1538,6 +1539,48 @@ MIXP_API int mixp_op_count(void);
  *         Thread-safe.
  */
 MIXP_API const char *mixp_op_name(int index);
+
+/**
+ * Starts counting op calls (Paddle's collect_operator_stats): from now on
+ * every operation the caller makes on the session -- the casts autocast
+ * inserts included, an op's internals not -- counts one call for the dtype
+ * of its (first) output, and the operations a mixp_backward() runs are
+ * counted apart. Clears the previous counts. Costs one branch per op.
+ * @param session The session.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL.
+ */
+MIXP_API mixp_status mixp_session_op_stats_start(mixp_session *session);
+
+/**
+ * Stops counting; the counts stay readable until the next start.
+ * @param session The session.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL.
+ */
+MIXP_API mixp_status mixp_session_op_stats_stop(mixp_session *session);
+
+/**
+ * The calls of one op counted since the last start.
+ * @param session The session.
+ * @param op The op's name (mixp_op_name(), e.g. "matmul", "cast").
+ * @param backward 0: calls outside mixp_backward(); 1: calls a backward
+ *        pass made.
+ * @param dtype The output dtype counted.
+ * @param[out] count Receives the number of calls.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL arguments, an unknown
+ *         op name, @p backward not 0 or 1 or an unknown dtype.
+ */
+MIXP_API mixp_status mixp_session_op_stats_count(const mixp_session *session, const char *op,
+                                                 int backward, mixp_dtype dtype, int64_t *count);
+
+/**
+ * The counts since the last start as a table, one row per op and pass
+ * ("matmul", "matmul (backward)") with its fp16, bf16, fp32, fp64 and other
+ * (integer, bool) calls, then "N ops, M calls".
+ * @param session The session.
+ * @return A string borrowed from the session, valid until the next call of
+ *         this function or the session's destruction; "" for NULL.
+ */
+MIXP_API const char *mixp_session_op_stats_report(mixp_session *session);
 
 /** @} */
 

@@ -9,6 +9,7 @@
 
 #include "autograd/node.hpp"
 #include "core/error.hpp"
+#include "core/op_stats.hpp"
 #include "ops/ops.hpp"
 
 namespace mixp {
@@ -30,11 +31,30 @@ TensorPtr conform(TensorPtr g, DType dtype, const Shape &shape, const char *node
   return g;
 }
 
+// Op statistics: one backward call of the node's op, in the dtype of the
+// first gradient it produced (nodes of internal scopes are not counted).
+void count_backward(Session *s, const Node &n, const std::vector<TensorPtr> &gins) {
+  const int index = op_index(n.name);
+  if (index < 0) return;
+  for (const TensorPtr &g : gins)
+    if (g) {
+      count_op_call(s, op_at(index), true, g->dtype);
+      return;
+    }
+}
+
 }  // namespace
 
 void run_backward(Tensor &root, const Tensor *seed) {
   const char *fn = "mixp_backward";
   Session *s = root.session.get();
+  // The ops run from here on are a backward pass's (op statistics tell them
+  // apart from the forward's).
+  struct BackwardDepth {
+    Session *s;
+    explicit BackwardDepth(Session *session) : s(session) { ++s->backward_depth; }
+    ~BackwardDepth() { --s->backward_depth; }
+  } backward_depth(s);
   if (!root.requires_grad)
     fail(MIXP_ERR_STATE, fn, ": loss does not require grad (no parameter that requires grad "
          "contributed to it, or it was computed in a no-grad region)");
@@ -114,6 +134,7 @@ void run_backward(Tensor &root, const Tensor *seed) {
         std::vector<TensorPtr> gouts = std::move(it->second);
         pending.erase(it);
         std::vector<TensorPtr> gins = n->backward(gouts);
+        if (s->op_stats_on) count_backward(s, *n, gins);
         for (size_t i = 0; i < n->next.size(); ++i) {
           const Edge &e = n->next[i];
           if (!e.active() || i >= gins.size() || !gins[i]) continue;

@@ -45,6 +45,14 @@ struct mixp_session {
   int op_depth = 0;
   mixp_numerics_mode numerics = MIXP_NUMERICS_OFF;
   std::string numerics_report;
+  // Op statistics (mixp_session_op_stats_start): while on, every op a user
+  // calls (depth 0; autocast's casts included) counts one call for its
+  // output's dtype, separately for the ops a backward pass runs.
+  // op_stats[(op * 2 + backward) * kDTypeSlots + dtype].
+  bool op_stats_on = false;
+  std::vector<uint64_t> op_stats;
+  std::string op_stats_report;
+  int backward_depth = 0;  // > 0 while mixp_backward runs
   uint64_t numerics_warnings = 0;
   bool allow_tf32 = false;
 

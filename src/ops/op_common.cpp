@@ -3,6 +3,7 @@
 #include "autocast/autocast.hpp"
 #include "autograd/node.hpp"
 #include "core/error.hpp"
+#include "core/op_stats.hpp"
 #include "ops/ops.hpp"
 
 namespace mixp {
@@ -38,6 +39,9 @@ void OpScope::writes(const Tensor &dst) {
 }
 
 void OpScope::mark(const Tensor &out, int index) const {
+  // Forward calls only: a backward pass counts per node (autograd/engine.cpp).
+  if (outermost_ && index == 0 && s_->op_stats_on && s_->backward_depth == 0)
+    count_op_call(s_, op_, false, out.dtype);
   if (entry_ == ~size_t(0)) return;
   ++marked_;
   // An op that returns one of its inputs (dropout in eval mode) makes no new

@@ -97,6 +97,13 @@ class Session(Handle):
         finally:
             capi.mixp_no_grad_end(self._h)
 
+    def op_stats(self):
+        """``with session.op_stats() as stats:`` counts every op called inside,
+        by output dtype and pass (Paddle's collect_operator_stats);
+        ``stats.count("linear", mixp.bfloat16)``, ``stats.count("linear",
+        mixp.float32, backward=True)`` and ``print(stats)`` (the table) after."""
+        return _OpStats(self)
+
     def __repr__(self):
         if self.closed:
             return "<mixp.Session closed>"
@@ -124,3 +131,27 @@ def set_default_session(session):
 def no_grad(session=None):
     """``with mixp.no_grad(): ...`` on ``session`` (default: the default session)."""
     return (session or default_session()).no_grad()
+
+
+class _OpStats:
+    """The op counts of a ``with session.op_stats()`` region."""
+
+    def __init__(self, session):
+        self._session = session
+
+    def __enter__(self):
+        capi.mixp_session_op_stats_start(self._session._h)
+        return self
+
+    def __exit__(self, *exc):
+        capi.mixp_session_op_stats_stop(self._session._h)
+        return False
+
+    def count(self, op, dtype, backward=False):
+        """Calls of ``op`` (a mixp.ops() name) whose output had ``dtype``."""
+        from .dtypes import as_dtype
+        return capi.mixp_session_op_stats_count(self._session._h, op, int(bool(backward)),
+                                                int(as_dtype(dtype)))
+
+    def __str__(self):
+        return capi.mixp_session_op_stats_report(self._session._h)

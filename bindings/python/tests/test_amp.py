@@ -130,3 +130,21 @@ def test_decorate_o2_casts_parameters_and_keeps_masters():
     opt.step()
     with pytest.raises(mixp.StateError):
         amp.decorate(model, opt)
+
+
+def test_op_stats_region():
+    s = mixp.Session()
+    lin = mixp.nn.Linear(8, 3, session=s)
+    x = mixp.tensor(np.ones((4, 8), dtype=np.float32), session=s)
+    with s.op_stats() as stats:
+        with mixp.amp.autocast(dtype=mixp.bfloat16, session=s):
+            y = mixp.relu(lin(x))
+        y.sum().backward()
+    assert stats.count("linear", mixp.bfloat16) == 1
+    assert stats.count("linear", mixp.float32) == 0
+    assert stats.count("linear", mixp.bfloat16, backward=True) == 1
+    assert stats.count("relu", mixp.bfloat16) == 1
+    table = str(stats)
+    assert "linear (backward)" in table and "bf16 calls" in table
+    with pytest.raises(mixp.InvalidArgumentError, match="unknown op"):
+        stats.count("no_such_op", mixp.float32)
