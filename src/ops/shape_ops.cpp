@@ -100,9 +100,11 @@ TensorPtr pad(const TensorPtr &x_in, const std::vector<int64_t> &pads, double va
         !add_fits(grown, x->shape[d], &grown) || grown > kMaxElements)
       fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": pads (", before, ", ", after, ") of dim ", d, " (size ",
            x->shape[d], ") give a size beyond 2^62");
-    const int64_t crop = std::max<int64_t>(0, -before) + std::max<int64_t>(0, -after);
-    if (crop > x->shape[d])
-      fail(MIXP_ERR_SHAPE, fn, ": pads (", before, ", ", after, ") crop ", crop,
+    // Each cut is at most 2^62 (checked above), but both together may not fit.
+    const int64_t cut_before = std::max<int64_t>(0, -before), cut_after = std::max<int64_t>(0, -after);
+    int64_t crop = 0;
+    if (!add_fits(cut_before, cut_after, &crop) || crop > x->shape[d])
+      fail(MIXP_ERR_SHAPE, fn, ": pads (", before, ", ", after, ") crop ", cut_before, " + ", cut_after,
            " elements from dim ", d, " of size ", x->shape[d], " (x is ", shape_str(*x), ")");
     kept.d[d] = x->shape[d] - crop;
     oshape.d[d] = grown;

@@ -287,7 +287,12 @@ static void test_pad_misuse(void **state) {
   MT_FAILS(mixp_pad(xt, p2, -2, 0, &out), MIXP_ERR_INVALID_ARGUMENT, "npads");
   MT_FAILS(mixp_pad(xt, p3, 3, 0, &out), MIXP_ERR_INVALID_ARGUMENT, "even");
   MT_FAILS(mixp_pad(xt, p6, 6, 0, &out), MIXP_ERR_INVALID_ARGUMENT, "at most 2*ndim = 4");
-  MT_FAILS(mixp_pad(xt, crop, 2, 0, &out), MIXP_ERR_SHAPE, "crop 4 elements from dim 1 of size 3");
+  MT_FAILS(mixp_pad(xt, crop, 2, 0, &out), MIXP_ERR_SHAPE, "crop 2 + 2 elements from dim 1 of size 3");
+  /* Two cuts of 2^62 each: each is in range, their sum is not an int64 (the
+   * API fuzzer's find: it once overflowed). */
+  const int64_t huge_crop[2] = {-(INT64_C(1) << 62), -(INT64_C(1) << 62)};
+  MT_FAILS(mixp_pad(xt, huge_crop, 2, 0, &out), MIXP_ERR_SHAPE,
+           "crop 4611686018427387904 + 4611686018427387904 elements from dim 1");
   MT_FAILS(mixp_pad(xi, p2, 2, 0, &out), MIXP_ERR_DTYPE, "x must be a float");
   assert_null(out);
   mixp_tensor_release(xi);
