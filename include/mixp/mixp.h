@@ -2018,8 +2018,9 @@ MIXP_API mixp_status mixp_lr_schedule_value(const mixp_optimizer_options *option
  *  No call of this loop waits for the device: the scale, the growth tracker
  *  and the overflow flags live in device memory and the optimizer kernels
  *  read the flag there. Only mixp_grad_scaler_get_scale(),
- *  mixp_grad_scaler_found_inf(), mixp_grad_scaler_growth_tracker() and
- *  mixp_grad_scaler_save_state() read values back (and so synchronise).
+ *  mixp_grad_scaler_found_inf(), mixp_grad_scaler_growth_tracker(),
+ *  mixp_grad_scaler_skipped_steps() and mixp_grad_scaler_save_state() read
+ *  values back (and so synchronise).
  *  @{ */
 
 /** Opaque loss-scaler handle. */
@@ -2194,6 +2195,18 @@ MIXP_API mixp_status mixp_grad_scaler_found_inf(const mixp_grad_scaler *scaler, 
  */
 MIXP_API mixp_status mixp_grad_scaler_growth_tracker(const mixp_grad_scaler *scaler,
                                                      int64_t *growth_tracker);
+
+/**
+ * The number of optimizer steps skipped for an overflow: the updates since
+ * the scaler was created whose iteration found an Inf or NaN (DYNAMIC and
+ * STATIC modes; counted on the device without waiting, read here with one
+ * synchronisation; not part of the saved state). mixp_grad_scaler_found_inf()
+ * tells whether the last step was one of them.
+ * @param scaler The scaler.
+ * @param[out] count Receives it (0 when DISABLED).
+ * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
+ */
+MIXP_API mixp_status mixp_grad_scaler_skipped_steps(const mixp_grad_scaler *scaler, int64_t *count);
 
 /** The mode a scaler runs in (AUTO already resolved).
  *  @param scaler The scaler.

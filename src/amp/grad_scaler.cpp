@@ -181,6 +181,7 @@ std::unique_ptr<GradScaler> make_grad_scaler(Session *s, const mixp_grad_scaler_
   g->growth_tracker = zeros(s, MIXP_I32, Shape{});
   g->bad_count = zeros(s, MIXP_I32, Shape{});
   g->hysteresis_left = full(s, MIXP_I32, Shape{}, double(o.hysteresis));
+  g->skipped = zeros(s, MIXP_F64, Shape{});
   return g;
 }
 
@@ -334,7 +335,23 @@ void mixp_grad_scaler::update(const char *fn) {
     u.rule.max_scale = options.max_scale;
     s->backend->update_scale(u);
   }
+  count_skipped(*s, *sum);
   last_found_inf = std::move(sum);
+}
+
+// skipped += (found != 0), on the device: `found` sums the optimizers' 0/1
+// flags, a small integer, so 1 - relu(1 - found) is exactly that indicator.
+// Backend calls, not ops: no autograd, no op statistics, no wait.
+void mixp_grad_scaler::count_skipped(mixp::Session &s, const mixp::Tensor &found) {
+  using namespace mixp;
+  Backend &be = *s.backend;
+  TensorPtr ind = empty(&s, MIXP_F64, Shape{});
+  const View v = view_of(*ind);
+  be.copy(view_of(found), v);
+  be.unary(UnaryOp::RsubScalar, v, v, 1.0);
+  be.unary(UnaryOp::Relu, v, v, 0.0);
+  be.unary(UnaryOp::RsubScalar, v, v, 1.0);
+  be.binary(BinaryOp::Add, view_of(*skipped), v, view_of(*skipped));
 }
 
 void mixp_grad_scaler::update_to(double new_scale, const char *fn) {
@@ -358,6 +375,11 @@ int mixp_grad_scaler::read_found_inf() const {
   using namespace mixp;
   if (disabled() || !last_found_inf) return 0;
   return read_scalar<float>(*last_found_inf) != 0.0f ? 1 : 0;
+}
+
+int64_t mixp_grad_scaler::read_skipped() const {
+  using namespace mixp;
+  return disabled() ? 0 : int64_t(read_scalar<double>(*skipped));
 }
 
 int64_t mixp_grad_scaler::read_growth_tracker() const {

@@ -42,6 +42,7 @@ struct mixp_grad_scaler {
   mixp::TensorPtr bad_count;           // I32 scalar: overflowing steps in a row
   mixp::TensorPtr hysteresis_left;     // I32 scalar: overflows still tolerated
   mixp::TensorPtr last_found_inf;      // F32 scalar summed by the last update; null before
+  mixp::TensorPtr skipped;             // F64 scalar: updates that found an overflow
   std::vector<Record> records;         // optimizers seen since the last update
 
   ~mixp_grad_scaler() { magic = 0; }
@@ -53,10 +54,12 @@ struct mixp_grad_scaler {
   void step(mixp::Optimizer &opt, const char *fn);
   void update(const char *fn);
   void update_to(double new_scale, const char *fn);
+  void count_skipped(mixp::Session &s, const mixp::Tensor &found);
 
   double read_scale() const;
   int read_found_inf() const;
   int64_t read_growth_tracker() const;
+  int64_t read_skipped() const;
 
   // Bytes of the serialised state (format: see grad_scaler.cpp).
   static constexpr size_t kStateBytes = 104;

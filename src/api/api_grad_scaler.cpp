@@ -92,6 +92,15 @@ mixp_status mixp_grad_scaler_growth_tracker(const mixp_grad_scaler *scaler,
   });
 }
 
+mixp_status mixp_grad_scaler_skipped_steps(const mixp_grad_scaler *scaler, int64_t *count) {
+  static const char *fn = "mixp_grad_scaler_skipped_steps";
+  return guard(fn, [&] {
+    const GradScaler *g = check_grad_scaler(scaler, fn);
+    check_out(count, fn, "count");
+    *count = g->read_skipped();
+  });
+}
+
 mixp_scaler_mode mixp_grad_scaler_mode(const mixp_grad_scaler *scaler) {
   static const char *fn = "mixp_grad_scaler_mode";
   return guard_value(fn, MIXP_SCALER_AUTO,

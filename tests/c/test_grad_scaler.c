@@ -667,6 +667,61 @@ static void test_static_skips(void **state) {
   mixp_session_destroy(s);
 }
 
+/* The skipped-step counter: every update whose iteration overflowed (Inf or
+ * NaN, in dynamic and static mode, one or several optimizers), counted on the
+ * device without a wait. */
+static int64_t get_skipped(const mixp_grad_scaler *g) {
+  int64_t v = -1;
+  MT_OK(mixp_grad_scaler_skipped_steps(g, &v));
+  return v;
+}
+
+static void test_skipped_steps(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  const double v[2] = {1.0, 2.0};
+  mixp_tensor *p = mt_param(s, MIXP_F32, v, 2);
+  mixp_optimizer *opt = mt_sgd(s, &p, 1, 0.5);
+  for (int mode = 0; mode < 2; ++mode) {
+    mixp_grad_scaler_options so;
+    mixp_grad_scaler_options_init(&so);
+    so.mode = mode ? MIXP_SCALER_STATIC : MIXP_SCALER_DYNAMIC;
+    so.init_scale = 256.0;
+    mixp_grad_scaler *g = scaler_with(s, &so);
+    assert_int_equal(get_skipped(g), 0);
+    static const int codes[] = {0, 1, 2, 0, 1, 0, 0};  /* clean, Inf, NaN, ... */
+    int64_t want = 0;
+    uint64_t syncs_before = 0, syncs_after = 0;
+    for (size_t i = 0; i < sizeof codes / sizeof *codes; ++i) {
+      MT_OK(mixp_session_host_syncs(s, &syncs_before));
+      one_iteration(g, opt, p, codes[i]);
+      MT_OK(mixp_session_host_syncs(s, &syncs_after));
+      assert_true(syncs_after == syncs_before); /* counting never waits */
+      want += codes[i] != 0;
+      assert_int_equal(get_skipped(g), want);
+      assert_int_equal(get_found(g), codes[i] != 0);
+    }
+    assert_int_equal(want, 3);
+    mixp_grad_scaler_destroy(g);
+  }
+  /* Disabled: nothing is ever skipped. */
+  mixp_grad_scaler_options so;
+  mixp_grad_scaler_options_init(&so);
+  so.mode = MIXP_SCALER_DISABLED;
+  mixp_grad_scaler *g = scaler_with(s, &so);
+  one_iteration(g, opt, p, 1);
+  assert_int_equal(get_skipped(g), 0);
+  int64_t n = 7;
+  MT_FAILS(mixp_grad_scaler_skipped_steps(NULL, &n), MIXP_ERR_INVALID_ARGUMENT,
+           "mixp_grad_scaler_skipped_steps: scaler is NULL");
+  MT_FAILS(mixp_grad_scaler_skipped_steps(g, NULL), MIXP_ERR_INVALID_ARGUMENT, "count is NULL");
+  assert_int_equal(n, 7);
+  mixp_grad_scaler_destroy(g);
+  mixp_optimizer_destroy(opt);
+  mixp_tensor_release(p);
+  mixp_session_destroy(s);
+}
+
 /* ---- AUTO mode -------------------------------------------------------------------------- */
 
 static void test_auto_mode(void **state) {
@@ -904,6 +959,7 @@ int main(void) {
       cmocka_unit_test(test_overflow_recovery),
       cmocka_unit_test(test_two_optimizers_one_backoff),
       cmocka_unit_test(test_static_skips),
+      cmocka_unit_test(test_skipped_steps),
       cmocka_unit_test(test_auto_mode),
       cmocka_unit_test(test_create_misuse),
       cmocka_unit_test(test_call_misuse),

@@ -145,6 +145,12 @@ class GradScaler(Handle):
     def growth_tracker(self):
         return capi.mixp_grad_scaler_growth_tracker(self._h)
 
+    @property
+    def skipped_steps(self):
+        """Optimizer steps skipped for an Inf/NaN since this scaler was made
+        (counted on the device; reading it waits for it)."""
+        return capi.mixp_grad_scaler_skipped_steps(self._h)
+
     def state_dict(self):
         """The scaler's state: readable fields plus the exact serialised state."""
         size = capi.mixp_grad_scaler_state_size(self._h)

@@ -148,3 +148,19 @@ def test_op_stats_region():
     assert "linear (backward)" in table and "bf16 calls" in table
     with pytest.raises(mixp.InvalidArgumentError, match="unknown op"):
         stats.count("no_such_op", mixp.float32)
+
+
+def test_grad_scaler_counts_skipped_steps():
+    s = mixp.Session()
+    p = mixp.tensor(np.array([1.0, 2.0], dtype=np.float32), requires_grad=True, session=s)
+    opt = mixp.optim.SGD([p], lr=0.5)
+    scaler = mixp.amp.GradScaler(init_scale=256.0, session=s)
+    assert scaler.skipped_steps == 0
+    for c in (0.25, float("inf"), 0.25, float("nan"), 0.25):
+        opt.zero_grad()
+        loss = (p * mixp.tensor(np.array([c, 0.25], dtype=np.float32), session=s)).sum()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    assert scaler.skipped_steps == 2
+    assert not scaler.found_inf
