@@ -428,6 +428,20 @@ static void copy_params(run *dst, const run *src) {
   MT_OK(mixp_no_grad_end(dst->s));
 }
 
+/* The GradScaler half of an AMP step after zero_grad: scale, backward,
+ * unscale, clip to norm 1, step, update. */
+static void scaler_step(mixp_optimizer *opt, mixp_grad_scaler *scaler, const mixp_tensor *loss) {
+  mixp_tensor *scaled = NULL, *norm = NULL;
+  MT_OK(mixp_grad_scaler_scale(scaler, loss, &scaled));
+  MT_OK(mixp_backward(scaled, NULL));
+  MT_OK(mixp_grad_scaler_unscale(scaler, opt));
+  MT_OK(mixp_clip_grad_norm(opt, 1.0, &norm));
+  MT_OK(mixp_grad_scaler_step(scaler, opt));
+  MT_OK(mixp_grad_scaler_update(scaler));
+  mixp_tensor_release(scaled);
+  mixp_tensor_release(norm);
+}
+
 /* One step; *loss_out (if not NULL) receives the loss tensor. With
  * `amp`, f16 autocast + GradScaler + clipping. */
 static void step(run *r, int amp, mixp_tensor **loss_out) {
@@ -451,15 +465,7 @@ static void step(run *r, int amp, mixp_tensor **loss_out) {
   if (amp) MT_OK(mixp_autocast_pop(r->s));
   MT_OK(mixp_optimizer_zero_grad(r->opt));
   if (amp) {
-    mixp_tensor *scaled = NULL, *norm = NULL;
-    MT_OK(mixp_grad_scaler_scale(r->scaler, loss, &scaled));
-    MT_OK(mixp_backward(scaled, NULL));
-    MT_OK(mixp_grad_scaler_unscale(r->scaler, r->opt));
-    MT_OK(mixp_clip_grad_norm(r->opt, 1.0, &norm));
-    MT_OK(mixp_grad_scaler_step(r->scaler, r->opt));
-    MT_OK(mixp_grad_scaler_update(r->scaler));
-    mixp_tensor_release(scaled);
-    mixp_tensor_release(norm);
+    scaler_step(r->opt, r->scaler, loss);
   } else {
     MT_OK(mixp_backward(loss, NULL));
     MT_OK(mixp_optimizer_step(r->opt));
@@ -527,7 +533,7 @@ static void test_grad_scaler_step_is_sync_free(void **state) {
   for (int i = 0; i < 3; ++i) step(&g, 1, NULL); /* warm-up: plans, pools */
   for (int i = 0; i < 5; ++i) {
     mixp_tensor *x = NULL, *y = NULL, *f = NULL, *h = NULL, *a = NULL, *logits = NULL,
-                *loss = NULL, *scaled = NULL, *norm = NULL;
+                *loss = NULL;
     mixp_status st = mixp_loader_next(g.loader, &x, &y);
     if (st == MIXP_DONE) st = mixp_loader_next(g.loader, &x, &y);
     MT_OK(st);
@@ -545,12 +551,7 @@ static void test_grad_scaler_step_is_sync_free(void **state) {
     MT_OK(mixp_cross_entropy(logits, y, MIXP_REDUCTION_MEAN, -100, &loss));
     MT_OK(mixp_autocast_pop(g.s));
     MT_OK(mixp_optimizer_zero_grad(g.opt));
-    MT_OK(mixp_grad_scaler_scale(g.scaler, loss, &scaled));
-    MT_OK(mixp_backward(scaled, NULL));
-    MT_OK(mixp_grad_scaler_unscale(g.scaler, g.opt));
-    MT_OK(mixp_clip_grad_norm(g.opt, 1.0, &norm));
-    MT_OK(mixp_grad_scaler_step(g.scaler, g.opt));
-    MT_OK(mixp_grad_scaler_update(g.scaler));
+    scaler_step(g.opt, g.scaler, loss);
     MT_OK(mixp_session_host_syncs(g.s, &after));
     if (after != before) {
       print_error("step %d: %llu host syncs during forward/scale/backward/unscale/clip/step/update\n", i,
@@ -562,7 +563,7 @@ static void test_grad_scaler_step_is_sync_free(void **state) {
     MT_OK(mixp_tensor_item(loss, &v));
     MT_OK(mixp_session_host_syncs(g.s, &after));
     assert_true(after > before);
-    mixp_tensor *ts[] = {x, y, f, h, a, logits, loss, scaled, norm};
+    mixp_tensor *ts[] = {x, y, f, h, a, logits, loss};
     for (size_t k = 0; k < sizeof ts / sizeof *ts; ++k) mixp_tensor_release(ts[k]);
   }
   run_free(&g);
@@ -594,8 +595,7 @@ static void test_embedding_step_is_sync_free(void **state) {
     for (int i = 0; i < B * T; ++i) tok[i] = (i * 7 + it * 3) % V;
     for (int i = 0; i < B; ++i) tgt[i] = (i + it) % K;
     const int64_t tshape[2] = {B, T}, yshape[1] = {B};
-    mixp_tensor *x = NULL, *y = NULL, *e = NULL, *pooled = NULL, *logits = NULL, *loss = NULL,
-                *scaled = NULL, *norm = NULL;
+    mixp_tensor *x = NULL, *y = NULL, *e = NULL, *pooled = NULL, *logits = NULL, *loss = NULL;
     MT_OK(mixp_tensor_from_host(s, tok, sizeof tok, MIXP_I64, tshape, 2, &x));
     MT_OK(mixp_tensor_from_host(s, tgt, sizeof tgt, MIXP_I64, yshape, 1, &y));
     uint64_t before = 0, after = 0;
@@ -610,12 +610,7 @@ static void test_embedding_step_is_sync_free(void **state) {
     MT_OK(mixp_cross_entropy(logits, y, MIXP_REDUCTION_MEAN, -100, &loss));
     MT_OK(mixp_autocast_pop(s));
     MT_OK(mixp_optimizer_zero_grad(opt));
-    MT_OK(mixp_grad_scaler_scale(scaler, loss, &scaled));
-    MT_OK(mixp_backward(scaled, NULL));
-    MT_OK(mixp_grad_scaler_unscale(scaler, opt));
-    MT_OK(mixp_clip_grad_norm(opt, 1.0, &norm));
-    MT_OK(mixp_grad_scaler_step(scaler, opt));
-    MT_OK(mixp_grad_scaler_update(scaler));
+    scaler_step(opt, scaler, loss);
     MT_OK(mixp_session_host_syncs(s, &after));
     /* The first steps may wait for a staging slot or build plans. */
     if (it >= 2 && after != before) {
@@ -626,7 +621,7 @@ static void test_embedding_step_is_sync_free(void **state) {
     double v = 0;
     MT_OK(mixp_tensor_item(loss, &v));
     assert_false(isnan(v));
-    mixp_tensor *ts[] = {x, y, e, pooled, logits, loss, scaled, norm};
+    mixp_tensor *ts[] = {x, y, e, pooled, logits, loss};
     for (size_t k = 0; k < sizeof ts / sizeof *ts; ++k) mixp_tensor_release(ts[k]);
   }
   for (int i = 0; i < 3; ++i) mixp_tensor_release(params[i]);
@@ -663,8 +658,7 @@ static void test_gpt_step_is_sync_free(void **state) {
       tgt[i] = (i * 11 + it) % V;
     }
     const int64_t tshape[2] = {B, T}, yshape[1] = {B * T}, flat[2] = {B * T, V};
-    mixp_tensor *x = NULL, *y = NULL, *logits = NULL, *l2 = NULL, *loss = NULL, *scaled = NULL,
-                *norm = NULL;
+    mixp_tensor *x = NULL, *y = NULL, *logits = NULL, *l2 = NULL, *loss = NULL;
     MT_OK(mixp_tensor_from_host(s, tok, sizeof tok, MIXP_I64, tshape, 2, &x));
     MT_OK(mixp_tensor_from_host(s, tgt, sizeof tgt, MIXP_I64, yshape, 1, &y));
     uint64_t before = 0, after = 0;
@@ -678,12 +672,7 @@ static void test_gpt_step_is_sync_free(void **state) {
     MT_OK(mixp_cross_entropy(l2, y, MIXP_REDUCTION_MEAN, -100, &loss));
     MT_OK(mixp_autocast_pop(s));
     MT_OK(mixp_optimizer_zero_grad(opt));
-    MT_OK(mixp_grad_scaler_scale(scaler, loss, &scaled));
-    MT_OK(mixp_backward(scaled, NULL));
-    MT_OK(mixp_grad_scaler_unscale(scaler, opt));
-    MT_OK(mixp_clip_grad_norm(opt, 1.0, &norm));
-    MT_OK(mixp_grad_scaler_step(scaler, opt));
-    MT_OK(mixp_grad_scaler_update(scaler));
+    scaler_step(opt, scaler, loss);
     MT_OK(mixp_session_host_syncs(s, &after));
     /* The first steps may wait for a staging slot or build plans. */
     if (it >= 2 && after != before) {
@@ -694,7 +683,7 @@ static void test_gpt_step_is_sync_free(void **state) {
     double v = 0;
     MT_OK(mixp_tensor_item(loss, &v));
     assert_true(isfinite(v));
-    mixp_tensor *ts[] = {x, y, logits, l2, loss, scaled, norm};
+    mixp_tensor *ts[] = {x, y, logits, l2, loss};
     for (size_t k = 0; k < sizeof ts / sizeof *ts; ++k) mixp_tensor_release(ts[k]);
   }
   for (int i = 0; i < np; ++i) mixp_tensor_release(params[i]);
