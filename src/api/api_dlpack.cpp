@@ -40,46 +40,29 @@ const char *device_type_name(int32_t t) {
   }
 }
 
+// mixp's dtypes as DLPack names them (one lane each), for both directions.
+struct DTypeCode {
+  DType dtype;
+  uint8_t code, bits;
+};
+constexpr DTypeCode kDTypeCodes[] = {
+    {MIXP_F16, dlpack::kFloat, 16}, {MIXP_F32, dlpack::kFloat, 32}, {MIXP_F64, dlpack::kFloat, 64},
+    {MIXP_BF16, dlpack::kBfloat, 16}, {MIXP_I32, dlpack::kInt, 32},  {MIXP_I64, dlpack::kInt, 64},
+    {MIXP_U8, dlpack::kUInt, 8},      {MIXP_BOOL, dlpack::kBool, 8},
+};
+
 DType dtype_from(DLDataType t, const char *fn) {
   if (t.lanes != 1)
     fail(MIXP_ERR_DTYPE, fn, ": vector element types (lanes = ", int(t.lanes), ") are not supported");
-  switch (t.code) {
-    case dlpack::kFloat:
-      if (t.bits == 16) return MIXP_F16;
-      if (t.bits == 32) return MIXP_F32;
-      if (t.bits == 64) return MIXP_F64;
-      break;
-    case dlpack::kBfloat:
-      if (t.bits == 16) return MIXP_BF16;
-      break;
-    case dlpack::kInt:
-      if (t.bits == 32) return MIXP_I32;
-      if (t.bits == 64) return MIXP_I64;
-      break;
-    case dlpack::kUInt:
-      if (t.bits == 8) return MIXP_U8;
-      break;
-    case dlpack::kBool:
-      if (t.bits == 8) return MIXP_BOOL;
-      break;
-    default:
-      break;
-  }
+  for (const DTypeCode &c : kDTypeCodes)
+    if (c.code == t.code && c.bits == t.bits) return c.dtype;
   fail(MIXP_ERR_DTYPE, fn, ": DLPack element type (code ", int(t.code), ", ", int(t.bits),
        " bits) has no mixp dtype (float 16/32/64, bfloat 16, int 32/64, uint 8, bool 8)");
 }
 
 DLDataType dtype_to(DType t) {
-  switch (t) {
-    case MIXP_F16: return {dlpack::kFloat, 16, 1};
-    case MIXP_F32: return {dlpack::kFloat, 32, 1};
-    case MIXP_F64: return {dlpack::kFloat, 64, 1};
-    case MIXP_BF16: return {dlpack::kBfloat, 16, 1};
-    case MIXP_I32: return {dlpack::kInt, 32, 1};
-    case MIXP_I64: return {dlpack::kInt, 64, 1};
-    case MIXP_U8: return {dlpack::kUInt, 8, 1};
-    case MIXP_BOOL: return {dlpack::kBool, 8, 1};
-  }
+  for (const DTypeCode &c : kDTypeCodes)
+    if (c.dtype == t) return {c.code, c.bits, 1};
   fail(MIXP_ERR_INTERNAL, "dlpack: dtype ", int(t), " has no DLPack type");
 }
 

@@ -569,6 +569,18 @@ static void test_grad_scaler_step_is_sync_free(void **state) {
   run_free(&g);
 }
 
+/* After warm-up (step >= 2: the first steps may wait for a staging slot or
+ * build plans), a training step must not have waited for the device. */
+static void expect_no_wait(mixp_session *s, uint64_t before, int step, const char *model) {
+  uint64_t after = 0;
+  MT_OK(mixp_session_host_syncs(s, &after));
+  if (step >= 2 && after != before) {
+    print_error("step %d: %llu host syncs in %s training step\n", step,
+                (unsigned long long)(after - before), model);
+    fail();
+  }
+}
+
 /* The same for a model whose forward starts with an embedding: its indices
  * are validated on the device too, and max's backward scatters there. */
 static void test_embedding_step_is_sync_free(void **state) {
@@ -598,7 +610,7 @@ static void test_embedding_step_is_sync_free(void **state) {
     mixp_tensor *x = NULL, *y = NULL, *e = NULL, *pooled = NULL, *logits = NULL, *loss = NULL;
     MT_OK(mixp_tensor_from_host(s, tok, sizeof tok, MIXP_I64, tshape, 2, &x));
     MT_OK(mixp_tensor_from_host(s, tgt, sizeof tgt, MIXP_I64, yshape, 1, &y));
-    uint64_t before = 0, after = 0;
+    uint64_t before = 0;
     MT_OK(mixp_session_host_syncs(s, &before));
     mixp_autocast_options ao;
     mixp_autocast_options_init(&ao);
@@ -611,13 +623,7 @@ static void test_embedding_step_is_sync_free(void **state) {
     MT_OK(mixp_autocast_pop(s));
     MT_OK(mixp_optimizer_zero_grad(opt));
     scaler_step(opt, scaler, loss);
-    MT_OK(mixp_session_host_syncs(s, &after));
-    /* The first steps may wait for a staging slot or build plans. */
-    if (it >= 2 && after != before) {
-      print_error("step %d: %llu host syncs in an embedding model's training step\n", it,
-                  (unsigned long long)(after - before));
-      fail();
-    }
+    expect_no_wait(s, before, it, "an embedding model's");
     double v = 0;
     MT_OK(mixp_tensor_item(loss, &v));
     assert_false(isnan(v));
@@ -661,7 +667,7 @@ static void test_gpt_step_is_sync_free(void **state) {
     mixp_tensor *x = NULL, *y = NULL, *logits = NULL, *l2 = NULL, *loss = NULL;
     MT_OK(mixp_tensor_from_host(s, tok, sizeof tok, MIXP_I64, tshape, 2, &x));
     MT_OK(mixp_tensor_from_host(s, tgt, sizeof tgt, MIXP_I64, yshape, 1, &y));
-    uint64_t before = 0, after = 0;
+    uint64_t before = 0;
     MT_OK(mixp_session_host_syncs(s, &before));
     mixp_autocast_options ao;
     mixp_autocast_options_init(&ao);
@@ -673,13 +679,7 @@ static void test_gpt_step_is_sync_free(void **state) {
     MT_OK(mixp_autocast_pop(s));
     MT_OK(mixp_optimizer_zero_grad(opt));
     scaler_step(opt, scaler, loss);
-    MT_OK(mixp_session_host_syncs(s, &after));
-    /* The first steps may wait for a staging slot or build plans. */
-    if (it >= 2 && after != before) {
-      print_error("step %d: %llu host syncs in a GPT training step\n", it,
-                  (unsigned long long)(after - before));
-      fail();
-    }
+    expect_no_wait(s, before, it, "a GPT");
     double v = 0;
     MT_OK(mixp_tensor_item(loss, &v));
     assert_true(isfinite(v));
