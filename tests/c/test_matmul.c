@@ -161,6 +161,121 @@ static void test_matmul_half_exact(void **state) {
   assert_true(rounded > 5); /* the data does exercise rounding */
 }
 
+/* ---- the blocked half kernel --------------------------------------------------------- */
+
+/* Shapes that reach every part of the CPU's blocked half GEMM (6x16 tiles,
+ * k blocks of up to 1024, row blocks of 144): full and partial tiles, one and
+ * several k blocks (fp32 partial sums), several row blocks, and each operand
+ * row-major or transposed (the in-register transposes while packing). The
+ * bound is the rigorous one for fp32 accumulation, K * 2^-24 * sum|a||b|,
+ * plus the one rounding to the half type. */
+static void check_half_product(mixp_session *s, mixp_dtype dt, int64_t M, int64_t K, int64_t N, int ta,
+                               int tb, uint64_t seed) {
+  double *av = malloc((size_t)(M * K) * sizeof(double)), *bv = malloc((size_t)(K * N) * sizeof(double));
+  double *a = malloc((size_t)(M * K) * sizeof(double)), *b = malloc((size_t)(K * N) * sizeof(double));
+  double *want = malloc((size_t)(M * N) * sizeof(double)), *absw = malloc((size_t)(M * N) * sizeof(double));
+  assert_non_null(av && bv && a && b && want && absw);
+  mt_fill(av, M * K, -1, 1, seed);
+  mt_fill(bv, K * N, -1, 1, seed + 1);
+  /* Stored as [K,M] / [N,K] and transposed when asked. */
+  mixp_tensor *as = ta ? make(s, dt, av, K, M, av) : make(s, dt, av, M, K, av);
+  mixp_tensor *bs = tb ? make(s, dt, bv, N, K, bv) : make(s, dt, bv, K, N, bv);
+  mixp_tensor *at = NULL, *bt = NULL, *c = NULL;
+  if (ta) MT_OK(mixp_transpose(as, 0, 1, &at));
+  if (tb) MT_OK(mixp_transpose(bs, 0, 1, &bt));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t l = 0; l < K; ++l) a[i * K + l] = ta ? av[l * M + i] : av[i * K + l];
+  for (int64_t l = 0; l < K; ++l)
+    for (int64_t j = 0; j < N; ++j) b[l * N + j] = tb ? bv[j * K + l] : bv[l * N + j];
+  ref_mm(a, b, M, K, N, want, absw);
+  MT_OK(mixp_matmul(ta ? at : as, tb ? bt : bs, &c));
+  double *got = mt_values(c);
+  for (int64_t i = 0; i < M * N; ++i) {
+    double acc = (double)K * ldexp(1.0, -24) * absw[i];
+    double tol = acc + ulp_of(dt, fabs(want[i]) + acc);
+    if (!(fabs(got[i] - want[i]) <= tol)) {
+      print_error("%s [%lld,%lld]x[%lld,%lld] ta=%d tb=%d element (%lld,%lld): got %.9g want %.9g (tol %.3g)\n",
+                  mixp_dtype_name(dt), (long long)M, (long long)K, (long long)K, (long long)N, ta, tb,
+                  (long long)(i / N), (long long)(i % N), got[i], want[i], tol);
+      fail();
+    }
+  }
+  free(got);
+  mixp_tensor_release(c);
+  mixp_tensor_release(at);
+  mixp_tensor_release(bt);
+  mixp_tensor_release(as);
+  mixp_tensor_release(bs);
+  free(av), free(bv), free(a), free(b), free(want), free(absw);
+}
+
+static void test_matmul_half_blocked(void **state) {
+  mixp_session *s = (mixp_session *)*state;
+  static const int64_t shapes[][3] = {{1, 8, 16},  {6, 16, 32},   {13, 19, 37},  {64, 64, 64},
+                                      {150, 40, 33}, {7, 1030, 20}, {30, 2100, 17}, {145, 9, 130}};
+  for (int d = 2; d < 4; ++d)
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
+      for (int t = 0; t < 4; ++t)
+        check_half_product(s, ALL_FLOAT[d], shapes[i][0], shapes[i][1], shapes[i][2], t & 1, t >> 1,
+                           (uint64_t)(100 + i));
+}
+
+/* Where half products run on mixp's own kernel (build info: "converted while
+ * packed"), a tile's arithmetic does not depend on which thread runs it:
+ * 1 and 3 threads give the same bits, for a linear layer with bias (the
+ * fused epilogue), a batched product of small matrices (one matrix per
+ * thread) and a product split over threads. */
+static void test_matmul_half_thread_invariant(void **state) {
+  (void)state;
+  mt_skip_unless_cpu();
+  const char *info = mixp_build_info();
+  for (int d = 2; d < 4; ++d) {
+    mixp_dtype dt = ALL_FLOAT[d];
+    char want_path[64];
+    snprintf(want_path, sizeof want_path, "%s: converted while packed", dt == MIXP_F16 ? "f16" : "bf16");
+    if (!strstr(info, want_path)) continue; /* oneDNN's path: no such promise */
+    double *bits[2] = {NULL, NULL};
+    int64_t total = 0;
+    for (int run = 0; run < 2; ++run) {
+      mixp_session_options o;
+      mixp_session_options_init(&o);
+      o.num_threads = run ? 3 : 1;
+      o.device = mt_device();
+      mixp_session *s = NULL;
+      MT_OK(mixp_session_create(&o, &s));
+      enum { B = 9, M = 37, K = 70, N = 50 };
+      static double xv[M * K], wv[N * K], bv[N], p[B * M * K], q[B * K * N];
+      mt_fill(xv, M * K, -1, 1, 31);
+      mt_fill(wv, N * K, -1, 1, 32);
+      mt_fill(bv, N, -1, 1, 33);
+      mt_fill(p, B * M * K, -1, 1, 34);
+      mt_fill(q, B * K * N, -1, 1, 35);
+      int64_t ps[3] = {B, M, K}, qs[3] = {B, K, N}, bs[1] = {N};
+      mixp_tensor *x = make(s, dt, xv, M, K, NULL), *w = make(s, dt, wv, N, K, NULL);
+      mixp_tensor *bias = mt_tensor(s, dt, bv, bs, 1), *pt = mt_tensor(s, dt, p, ps, 3), *qt = mt_tensor(s, dt, q, qs, 3);
+      mixp_tensor *y = NULL, *z = NULL;
+      MT_OK(mixp_linear(x, w, bias, &y));
+      MT_OK(mixp_matmul(pt, qt, &z));
+      double *yv = mt_values(y), *zv = mt_values(z);
+      total = M * N + B * M * N;
+      bits[run] = malloc((size_t)total * sizeof(double));
+      memcpy(bits[run], yv, (size_t)(M * N) * sizeof(double));
+      memcpy(bits[run] + M * N, zv, (size_t)(B * M * N) * sizeof(double));
+      free(yv), free(zv);
+      mixp_tensor_release(y), mixp_tensor_release(z), mixp_tensor_release(x), mixp_tensor_release(w);
+      mixp_tensor_release(bias), mixp_tensor_release(pt), mixp_tensor_release(qt);
+      mixp_session_destroy(s);
+    }
+    for (int64_t i = 0; i < total; ++i)
+      if (bits[0][i] != bits[1][i]) {
+        print_error("%s element %lld: %.9g with 1 thread, %.9g with 3\n", mixp_dtype_name(dt), (long long)i,
+                    bits[0][i], bits[1][i]);
+        fail();
+      }
+    free(bits[0]), free(bits[1]);
+  }
+}
+
 /* ---- strided inputs ------------------------------------------------------------------ */
 
 static void test_matmul_strided(void **state) {
@@ -593,6 +708,8 @@ int main(void) {
       cmocka_unit_test(test_matmul_2d),
       cmocka_unit_test(test_matmul_half_exact),
       cmocka_unit_test(test_matmul_strided),
+      cmocka_unit_test(test_matmul_half_blocked),
+      cmocka_unit_test(test_matmul_half_thread_invariant),
       cmocka_unit_test(test_matmul_batched),
       cmocka_unit_test(test_bmm),
       cmocka_unit_test(test_linear),

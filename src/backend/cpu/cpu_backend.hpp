@@ -110,6 +110,7 @@ class CpuBackend final : public Backend {
   // A half product computed in fp32 and rounded once (cpu/gemm.cpp).
   template <class H>
   void gemm_widened(const GemmArgs &g);
+  void gemm_half(const GemmArgs &g);
   std::unique_ptr<cpu::BlockCache> blocks_;  // freed blocks for reuse (cpu/block_cache.hpp)
   // oneDNN convolution primitives per geometry (cpu/conv.cpp); created on
   // first use. A shared_ptr so that this header needs no definition of it.

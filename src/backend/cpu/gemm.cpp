@@ -2,6 +2,7 @@
 // these Xeons BF16 runs on AMX with fp32 accumulation); F16 has no oneDNN 2.6
 // matmul, so it is widened to fp32, multiplied, and rounded once (the same
 // rounding a Tensor Core applies); F64 uses a plain blocked loop.
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <dnnl.hpp>
@@ -14,6 +15,7 @@
 #include "backend/cpu/convert_row.hpp"
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/dnnl_error.hpp"
+#include "backend/cpu/half_gemm.hpp"
 #include "backend/cpu/scratch.hpp"
 #include "core/error.hpp"
 
@@ -32,6 +34,7 @@ struct CpuBackend::Dnnl {
   std::map<Key, Entry> cache;
   bool bf16_unavailable = false;  // learnt once: this CPU has no bf16 matmul
   cpu::ScratchBuffer widened[4];  // fp32 copies of a widened product's a, b, c and bias
+  cpu::HalfGemmScratch half;      // packed panels of half_gemm
 };
 
 CpuBackend::CpuBackend() : dnnl_(std::make_unique<Dnnl>()), blocks_(std::make_unique<cpu::BlockCache>()) {}
@@ -64,15 +67,80 @@ void gemm_f64(const GemmArgs &g) {
   }
 }
 
-// Copies a strided half matrix stack into a contiguous fp32 buffer.
+// One half operand of a widened product: a stack of `batch` matrices of
+// rows x cols with the given element strides.
+struct HalfMatrix {
+  const void *data;
+  int64_t batch, rows, cols, sb, sr, sc;
+};
+
+// Where a widened operand lies in its fp32 buffer: dense, in the source's own
+// order (a transposed operand stays transposed; oneDNN takes either), so
+// that every conversion reads and writes contiguous runs instead of
+// gathering a column per element.
+struct DenseLayout {
+  int64_t sb, sr, sc;
+};
+
+DenseLayout dense_layout(const HalfMatrix &m) {
+  if (m.sc != 1 && m.sr == 1 && m.rows > 1) return {m.rows * m.cols, 1, m.rows};
+  return {m.rows * m.cols, m.cols, 1};
+}
+
+// Runs of a widening: `runs` runs of `len` elements, run r at src + r's
+// batch and outer offsets (contiguous in the source when inner_stride is 1).
+struct Runs {
+  const void *src;
+  float *dst;
+  int64_t per_batch, runs, len;
+  int64_t sb, outer_stride, inner_stride;
+};
+
+Runs runs_of(const HalfMatrix &m, float *dst) {
+  const DenseLayout d = dense_layout(m);
+  const bool by_cols = d.sr == 1 && d.sc != 1;  // each column is a run
+  Runs r{m.data, dst, by_cols ? m.cols : m.rows, 0, by_cols ? m.rows : m.cols, m.sb,
+         by_cols ? m.sc : m.sr, by_cols ? m.sr : m.sc};
+  r.runs = m.batch * r.per_batch;
+  // Whole contiguous matrices (or the whole stack) convert as one run.
+  if (r.inner_stride == 1 && r.outer_stride == r.len) {
+    r.len *= r.per_batch;
+    r.outer_stride = r.len;
+    r.per_batch = 1;
+    r.runs = m.batch;
+    if (m.batch == 1 || m.sb == r.len) {
+      r.len *= m.batch;
+      r.runs = 1;
+      r.sb = r.len;
+    }
+  }
+  return r;
+}
+
+// Converts the operands of one widened product in one parallel region: a
+// region per operand left the second thread spinning between them. Runs are
+// cut into pieces of at most kPiece elements so that a single long run is
+// shared too.
 template <class H>
-void widen(const void *src, int64_t batch, int64_t rows, int64_t cols, int64_t sb, int64_t sr, int64_t sc,
-           float *out) {
-  const H *s = static_cast<const H *>(src);
-#pragma omp parallel for schedule(static) if (batch * rows * cols > 32768)
-  for (int64_t r = 0; r < batch * rows; ++r) {
-    const int64_t b = r / rows, i = r % rows;
-    cpu::convert_row(s + b * sb + i * sr, sc, out + r * cols, 1, cols);
+void widen_all(const Runs *ops, int count) {
+  constexpr int64_t kPiece = 8192;
+  int64_t pieces[4], first[5] = {0}, total = 0;
+  for (int i = 0; i < count; ++i) {
+    pieces[i] = (ops[i].len + kPiece - 1) / kPiece;
+    first[i + 1] = first[i] + ops[i].runs * pieces[i];
+    total += ops[i].runs * ops[i].len;
+  }
+  const int64_t items = first[count];
+#pragma omp parallel for schedule(static) if (total > 32768)
+  for (int64_t it = 0; it < items; ++it) {
+    int i = 0;
+    while (it >= first[i + 1]) ++i;
+    const Runs &o = ops[i];
+    const int64_t run = (it - first[i]) / pieces[i], piece = (it - first[i]) % pieces[i];
+    const int64_t b = run / o.per_batch, outer = run % o.per_batch;
+    const int64_t begin = piece * kPiece, n = std::min(kPiece, o.len - begin);
+    const H *s = static_cast<const H *>(o.src) + b * o.sb + outer * o.outer_stride + begin * o.inner_stride;
+    cpu::convert_row(s, o.inner_stride, o.dst + run * o.len + begin, 1, n);
   }
 }
 
@@ -83,28 +151,51 @@ void widen(const void *src, int64_t batch, int64_t rows, int64_t cols, int64_t s
 template <class H>
 void CpuBackend::gemm_widened(const GemmArgs &g) {
   auto &buf = dnnl_->widened;
-  const int64_t ab = g.a_batch ? g.batch : 1, bb = g.b_batch ? g.batch : 1;
-  float *a32 = buf[0].get(size_t(ab * g.m * g.k));
-  float *b32 = buf[1].get(size_t(bb * g.k * g.n));
+  const HalfMatrix a{g.a, g.a_batch ? g.batch : 1, g.m, g.k, g.a_batch, g.a_rs, g.a_cs};
+  const HalfMatrix b{g.b, g.b_batch ? g.batch : 1, g.k, g.n, g.b_batch, g.b_rs, g.b_cs};
+  const HalfMatrix c{g.c, g.batch, g.m, g.n, g.c_batch, g.c_rs, 1};
+  Runs ops[4];
+  int count = 0;
+  float *a32 = buf[0].get(size_t(a.batch * g.m * g.k));
+  float *b32 = buf[1].get(size_t(b.batch * g.k * g.n));
   float *c32 = buf[2].get(size_t(g.batch * g.m * g.n));
-  widen<H>(g.a, ab, g.m, g.k, g.a_batch, g.a_rs, g.a_cs, a32);
-  widen<H>(g.b, bb, g.k, g.n, g.b_batch, g.b_rs, g.b_cs, b32);
-  if (g.beta != 0.0f) widen<H>(g.c, g.batch, g.m, g.n, g.c_batch, g.c_rs, 1, c32);
+  ops[count++] = runs_of(a, a32);
+  ops[count++] = runs_of(b, b32);
+  if (g.beta != 0.0f) ops[count++] = runs_of(c, c32);
   float *bias32 = g.bias ? buf[3].get(size_t(g.n)) : nullptr;
-  if (g.bias) widen<H>(g.bias, 1, 1, g.n, 0, 0, 1, bias32);
+  if (g.bias) ops[count++] = runs_of(HalfMatrix{g.bias, 1, 1, g.n, 0, g.n, 1}, bias32);
+  widen_all<H>(ops, count);
+  const DenseLayout al = dense_layout(a), bl = dense_layout(b);
   GemmArgs w = g;
   w.bias = bias32;
   w.dtype = MIXP_F32;
-  w.a = a32; w.a_batch = g.a_batch ? g.m * g.k : 0; w.a_rs = g.k; w.a_cs = 1;
-  w.b = b32; w.b_batch = g.b_batch ? g.k * g.n : 0; w.b_rs = g.n; w.b_cs = 1;
+  w.a = a32; w.a_batch = g.a_batch ? al.sb : 0; w.a_rs = al.sr; w.a_cs = al.sc;
+  w.b = b32; w.b_batch = g.b_batch ? bl.sb : 0; w.b_rs = bl.sr; w.b_cs = bl.sc;
   w.c = c32; w.c_batch = g.m * g.n; w.c_rs = g.n;
   gemm(w);
-  H *c = static_cast<H *>(g.c);
-#pragma omp parallel for schedule(static) if (g.batch * g.m * g.n > 32768)
-  for (int64_t r = 0; r < g.batch * g.m; ++r) {
-    const int64_t b = r / g.m, i = r % g.m;
-    cpu::convert_row(static_cast<const float *>(c32 + r * g.n), 1, c + b * g.c_batch + i * g.c_rs, 1, g.n);
+  // The one rounding, into C's rows (one run when C is contiguous).
+  const bool dense_c = g.c_rs == g.n && (g.batch == 1 || g.c_batch == g.m * g.n);
+  const int64_t runs = dense_c ? 1 : g.batch * g.m, len = dense_c ? g.batch * g.m * g.n : g.n;
+  constexpr int64_t kPiece = 8192;
+  const int64_t pieces = (len + kPiece - 1) / kPiece;
+  H *out = static_cast<H *>(g.c);
+#pragma omp parallel for schedule(static) if (runs * len > 32768)
+  for (int64_t it = 0; it < runs * pieces; ++it) {
+    const int64_t r = it / pieces, begin = (it % pieces) * kPiece, n = std::min(kPiece, len - begin);
+    H *dst = dense_c ? out + begin : out + (r / g.m) * g.c_batch + (r % g.m) * g.c_rs + begin;
+    cpu::convert_row(c32 + r * len + begin, 1, dst, 1, n);
   }
+}
+
+// A half product oneDNN cannot run: converted while packed where the CPU
+// has AVX2 (half_gemm.hpp), else widened.
+void CpuBackend::gemm_half(const GemmArgs &g) {
+  if (cpu::half_gemm_chosen())
+    cpu::half_gemm(g, dnnl_->half);
+  else if (g.dtype == MIXP_F16)
+    gemm_widened<f16>(g);
+  else
+    gemm_widened<bf16>(g);
 }
 
 void CpuBackend::gemm(const GemmArgs &g) {
@@ -136,14 +227,14 @@ void CpuBackend::gemm(const GemmArgs &g) {
     return;
   }
   if (g.dtype == MIXP_F16) {
-    gemm_widened<f16>(g);
+    gemm_half(g);
     return;
   }
   if (g.dtype != MIXP_F32 && g.dtype != MIXP_BF16)
     fail(MIXP_ERR_DTYPE, "gemm: unsupported dtype ", dtype_name(g.dtype));
 
   if (g.dtype == MIXP_BF16 && dnnl_->bf16_unavailable) {
-    gemm_widened<bf16>(g);
+    gemm_half(g);
     return;
   }
   const dt t = g.dtype == MIXP_F32 ? dt::f32 : dt::bf16;
@@ -177,7 +268,7 @@ void CpuBackend::gemm(const GemmArgs &g) {
         // emulator that hides them): same math in fp32, rounded once.
         if (g.dtype != MIXP_BF16) throw;
         dnnl_->bf16_unavailable = true;
-        gemm_widened<bf16>(g);
+        gemm_half(g);
         return;
       }
       if (dnnl_->cache.size() > 512) dnnl_->cache.clear();

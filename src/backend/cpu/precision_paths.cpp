@@ -3,6 +3,7 @@
 #include <dnnl.h>
 
 #include "backend/cpu/cpu_features.hpp"
+#include "backend/cpu/half_gemm.hpp"
 
 namespace mixp::cpu {
 namespace {
@@ -22,10 +23,15 @@ PrecisionPaths detect_paths() {
   } else if (f.avx512_bf16 && isa_has(isa, dnnl_cpu_isa_avx512_core_bf16)) {
     p.bf16 = "oneDNN on AVX512-BF16 dot products";
     p.bf16_faster = true;
+  } else if (half_gemm_chosen()) {
+    p.bf16 = "converted while packed for mixp's AVX2 kernel, fp32 accumulation, rounded once (no bf16 unit in use)";
   } else {
     p.bf16 = "computed in fp32 and rounded once, no bf16 unit being in use";
   }
-  p.f16 = "computed in fp32 and rounded once, oneDNN 2.6 having no f16 matmul";
+  p.f16 = half_gemm_chosen()
+              ? "converted while packed for mixp's AVX2 kernel, fp32 accumulation, rounded once (oneDNN 2.6 has no "
+                "f16 matmul)"
+              : "computed in fp32 and rounded once, oneDNN 2.6 having no f16 matmul";
   return p;
 }
 
