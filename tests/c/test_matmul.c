@@ -164,9 +164,9 @@ static void test_matmul_half_exact(void **state) {
 /* ---- the blocked half kernel --------------------------------------------------------- */
 
 /* Shapes that reach every part of the CPU's blocked half GEMM (6x16 tiles,
- * k blocks of up to 1024, row blocks of 144): full and partial tiles, one and
- * several k blocks (fp32 partial sums), several row blocks, and each operand
- * row-major or transposed (the in-register transposes while packing). The
+ * k blocks of up to 1024, row blocks of 144, column blocks of 1024): full
+ * and partial tiles, one and several k blocks (fp32 partial sums), several
+ * row and column blocks, and each operand row-major or transposed (the in-register transposes while packing). The
  * bound is the rigorous one for fp32 accumulation, K * 2^-24 * sum|a||b|,
  * plus the one rounding to the half type. */
 static void check_half_product(mixp_session *s, mixp_dtype dt, int64_t M, int64_t K, int64_t N, int ta,
@@ -212,7 +212,8 @@ static void check_half_product(mixp_session *s, mixp_dtype dt, int64_t M, int64_
 static void test_matmul_half_blocked(void **state) {
   mixp_session *s = (mixp_session *)*state;
   static const int64_t shapes[][3] = {{1, 8, 16},  {6, 16, 32},   {13, 19, 37},  {64, 64, 64},
-                                      {150, 40, 33}, {7, 1030, 20}, {30, 2100, 17}, {145, 9, 130}};
+                                      {150, 40, 33}, {7, 1030, 20}, {30, 2100, 17}, {145, 9, 130},
+                                      {7, 20, 1100}};
   for (int d = 2; d < 4; ++d)
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
       for (int t = 0; t < 4; ++t)

@@ -41,9 +41,9 @@ constexpr int64_t kMR = 6, kNR = 16;
 // when packing (two unaligned ones for 6 floats cost more than the rows'
 // extra bytes in L1).
 constexpr int64_t kAS = 8;
-constexpr int64_t kMaxKC = 1024;
-constexpr int64_t kMaxMC = 144;   // a packed A block is at most 288 KiB: L2
-constexpr int64_t kMaxNC = 4096;  // a packed B block is at most 8 MiB
+constexpr int64_t kMaxKC = 1024;  // a packed 16-wide B panel is at most 64 KiB
+constexpr int64_t kMaxMC = 144;   // a packed A block is at most 768 KiB: L2
+constexpr int64_t kMaxNC = 1024;  // a packed B block is at most 4 MiB per thread
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
