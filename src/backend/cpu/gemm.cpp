@@ -117,13 +117,14 @@ Runs runs_of(const HalfMatrix &m, float *dst) {
   return r;
 }
 
+// Conversions are shared between threads in pieces of at most this many
+// elements, so that a single long run is shared too.
+constexpr int64_t kPiece = 8192;
+
 // Converts the operands of one widened product in one parallel region: a
-// region per operand left the second thread spinning between them. Runs are
-// cut into pieces of at most kPiece elements so that a single long run is
-// shared too.
+// region per operand left the second thread spinning between them.
 template <class H>
 void widen_all(const Runs *ops, int count) {
-  constexpr int64_t kPiece = 8192;
   int64_t pieces[4], first[5] = {0}, total = 0;
   for (int i = 0; i < count; ++i) {
     pieces[i] = (ops[i].len + kPiece - 1) / kPiece;
@@ -176,7 +177,6 @@ void CpuBackend::gemm_widened(const GemmArgs &g) {
   // The one rounding, into C's rows (one run when C is contiguous).
   const bool dense_c = g.c_rs == g.n && (g.batch == 1 || g.c_batch == g.m * g.n);
   const int64_t runs = dense_c ? 1 : g.batch * g.m, len = dense_c ? g.batch * g.m * g.n : g.n;
-  constexpr int64_t kPiece = 8192;
   const int64_t pieces = (len + kPiece - 1) / kPiece;
   H *out = static_cast<H *>(g.c);
 #pragma omp parallel for schedule(static) if (runs * len > 32768)

@@ -372,8 +372,8 @@ void run(const GemmArgs &g, HalfGemmScratch &scratch) {
   }
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
-    const int t = omp_get_thread_num();
-    if (t < threads) run_part<H>(g, blocks[size_t(t)], bufs[size_t(t)], parts[size_t(t)]);
+    const size_t t = size_t(omp_get_thread_num());
+    run_part<H>(g, blocks[t], bufs[t], parts[t]);
   }
 }
 
