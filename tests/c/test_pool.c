@@ -33,6 +33,10 @@ static const pool_case CASES[] = {
     {MAXP, 2, 3, 4, 6, 2, 2, 0, 0, 0, 0, 1, 0, 0},  /* default 2x2 */
     {MAXP, 1, 2, 7, 6, 3, 3, 2, 2, 1, 1, 1, 0, 0},  /* overlapping, padded (ResNet stem) */
     {MAXP, 2, 2, 5, 7, 3, 2, 1, 2, 1, 0, 1, 0, 0},  /* non-square, stride 1 rows */
+    /* Tiling windows two columns wide (the staged vector path): */
+    {MAXP, 1, 2, 5, 36, 2, 2, 0, 0, 0, 0, 1, 0, 0}, /* rows of 18 outputs (past one vector), a row left over */
+    {MAXP, 2, 2, 7, 9, 3, 2, 0, 0, 0, 0, 1, 0, 0},  /* 3-row windows, a row and a column left over */
+    {MAXP, 1, 2, 6, 8, 2, 2, 3, 3, 0, 0, 1, 0, 0},  /* gaps between windows (backward without a buffer) */
     {AVGP, 2, 3, 4, 6, 2, 2, 0, 0, 0, 0, 1, 0, 0},  /* default */
     {AVGP, 1, 2, 7, 6, 3, 3, 2, 2, 1, 1, 1, 0, 0},  /* padded, zeros counted */
     {AVGP, 1, 2, 7, 6, 3, 3, 2, 2, 1, 1, 0, 0, 0},  /* padded, zeros not counted */

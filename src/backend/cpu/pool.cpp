@@ -6,7 +6,9 @@
 // passes scatter into a per-plane (per-image for NHWC) fp32/fp64 buffer owned
 // by one thread, in a fixed order, so results are deterministic and half
 // types round once.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -127,6 +129,91 @@ MIXP_KERNEL_BODY inline void max_row_nchw(const Pool2dGeom &g, const Windows &wi
   }
 }
 
+// Max pooling over windows of two columns, stepping two, that tile the
+// plane without padding (the 2x2 pooling of most CNNs; any kernel_h equal to
+// stride_h). Output rows are as short as 7 or 14 cells there, too short for
+// the vectoriser, so a plane goes through three loops that are each long or
+// a whole number of vectors:
+// - stage: the used rows, widened for half types and split into even and
+//   odd columns (rows of ow cells, packed; one flat loop when no column is
+//   left over);
+// - compare: per output row, one vector loop of `lanes` (ow rounded up to
+//   whole vectors) over the staged rows; lanes past ow read the next row or
+//   the zeroed tail and write cells that the next row overwrites, or the
+//   tail;
+// - store: the plane's maxima rounded and its indices widened, one loop.
+// Visiting order and the first-maximum/NaN rule are those of max_row_nchw.
+struct Tiled2 {
+  static constexpr int64_t kVector = 16;  // output cells per vector, at most (AVX-512, fp32)
+  int64_t lanes = 0, staged = 0, outputs = 0;
+  explicit Tiled2(const Pool2dGeom &g)
+      : lanes((g.ow + kVector - 1) / kVector * kVector), staged(g.oh * g.kh * g.ow), outputs(g.oh * g.ow) {}
+  static bool applies(const Pool2dGeom &g) {
+    return g.kind == PoolKind::Max && g.kw == 2 && g.stride_w == 2 && g.kh == g.stride_h && g.pad_h == 0 &&
+           g.pad_w == 0 && g.oh * g.kh <= g.h && g.ow * 2 <= g.w &&
+           g.h * g.w <= std::numeric_limits<int32_t>::max();  // in-plane indices fit the int32 lanes
+  }
+};
+
+// One thread's buffers, each with a tail of `lanes` for the last row's
+// padding lanes.
+template <class A>
+struct Tiled2Buffers {
+  std::vector<A> even, odd, m;
+  std::vector<int32_t> arg;
+  explicit Tiled2Buffers(const Tiled2 &t)
+      : even(size_t(t.staged + t.lanes), A(0)), odd(even.size(), A(0)), m(size_t(t.outputs + t.lanes)),
+        arg(m.size()) {}
+};
+
+template <class T>
+MIXP_KERNEL_BODY inline void max_plane_tiled2(const Pool2dGeom &g, const Tiled2 &t, const T *xp, T *y, int64_t *idx,
+                                              Tiled2Buffers<acc_t<T>> &b) {
+  using A = acc_t<T>;
+  const int64_t width = g.w, kh = g.kh, ow = g.ow;
+  A *__restrict even = b.even.data(), *__restrict odd = b.odd.data(), *__restrict mx = b.m.data();
+  int32_t *__restrict ax = b.arg.data();
+  if (width == 2 * ow) {
+    const int64_t pairs = t.staged;
+    for (int64_t q = 0; q < pairs; ++q) {
+      even[q] = load<T>(xp[2 * q]);
+      odd[q] = load<T>(xp[2 * q + 1]);
+    }
+  } else {
+    for (int64_t r = 0; r < g.oh * kh; ++r)
+      for (int64_t j = 0; j < ow; ++j) {
+        even[r * ow + j] = load<T>(xp[r * width + 2 * j]);
+        odd[r * ow + j] = load<T>(xp[r * width + 2 * j + 1]);
+      }
+  }
+  const int32_t lanes = int32_t(t.lanes);  // int32 lanes beside the fp32 ones: one vector of each
+  for (int64_t i = 0; i < g.oh; ++i) {
+    A *__restrict m_row = mx + i * ow;
+    int32_t *__restrict a_row = ax + i * ow;
+    const int32_t first = int32_t(i * kh * width);
+    for (int32_t j = 0; j < lanes; ++j) {
+      m_row[j] = -std::numeric_limits<A>::infinity();
+      a_row[j] = first + 2 * j;
+    }
+    for (int64_t dh = 0; dh < kh; ++dh)
+      for (int32_t dw = 0; dw < 2; ++dw) {  // row-major within the window
+        const A *__restrict col = (dw ? odd : even) + (i * kh + dh) * ow;
+        const int32_t base = int32_t((i * kh + dh) * width) + dw;
+        for (int32_t j = 0; j < lanes; ++j) {
+          const A v = col[j];
+          const bool take = takes_max(v, m_row[j]);
+          m_row[j] = take ? v : m_row[j];
+          a_row[j] = take ? base + 2 * j : a_row[j];
+        }
+      }
+  }
+  const int64_t outputs = t.outputs;
+  for (int64_t o = 0; o < outputs; ++o) {
+    y[o] = store<T>(mx[o]);
+    idx[o] = ax[o];
+  }
+}
+
 template <class T>
 void forward_nchw(const Pool2dGeom &g, const T *x, T *y, int64_t *idx) {
   using A = acc_t<T>;
@@ -136,6 +223,19 @@ void forward_nchw(const Pool2dGeom &g, const T *x, T *y, int64_t *idx) {
   // the maximum of the widened values is the widened maximum, exactly), so
   // the strided window loads read fp32.
   constexpr bool widen_first = !std::is_same_v<A, T>;
+  if (Tiled2::applies(g)) {
+    const Tiled2 t(g);
+#pragma omp parallel
+    {
+      Tiled2Buffers<A> buffers(t);
+#pragma omp for schedule(static)
+      for (int64_t p = 0; p < planes; ++p)
+        cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+          max_plane_tiled2(g, t, x + p * in_sz, y + p * out_sz, idx + p * out_sz, buffers);
+        });
+    }
+    return;
+  }
 #pragma omp parallel
   {
     std::vector<A> m(size_t(g.ow)), plane(widen_first && g.kind == PoolKind::Max ? size_t(in_sz) : 0);
@@ -224,6 +324,20 @@ void backward_nchw(const Pool2dGeom &g, const T *gy, const int64_t *idx, T *gx) 
   using A = acc_t<T>;
   const int64_t planes = g.n * g.c, in_sz = g.h * g.w, out_sz = g.oh * g.ow;
   const Windows win(g);
+  if (g.kind == PoolKind::Max && g.stride_h >= g.kh && g.stride_w >= g.kw) {
+    // Windows that do not overlap: each input cell receives at most one
+    // gradient, so it is stored as it is, with no accumulation buffer.
+    // (+0 turns a -0 gradient into the +0 that 0 + (-0) gives elsewhere.)
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < planes; ++p) {
+      T *xp = gx + p * in_sz;
+      const T *gp = gy + p * out_sz;
+      const int64_t *ip = idx + p * out_sz;
+      std::fill(xp, xp + in_sz, store<T>(A(0)));
+      for (int64_t o = 0; o < out_sz; ++o) xp[ip[o]] = store<T>(A(load<T>(gp[o]) + A(0)));
+    }
+    return;
+  }
 #pragma omp parallel
   {
     std::vector<A> buf(static_cast<size_t>(in_sz));
