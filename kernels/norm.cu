@@ -8,6 +8,7 @@
 // alone, so results are reproducible run to run. Variances take two passes
 // (mean first), as on the CPU.
 #include <algorithm>
+#include <initializer_list>
 #include <type_traits>
 
 #include "common.cuh"
@@ -113,6 +114,12 @@ __device__ __forceinline__ acc_t<T> param_or(const T *p, int64_t i, acc_t<T> dfl
   return p ? ld(p[i]) : dflt;
 }
 
+// batch_norm's weight and bias are stat Views (backend.hpp).
+template <class S>
+__device__ __forceinline__ S stat_param_or(const S *p, int64_t i, S dflt) {
+  return p ? p[i] : dflt;
+}
+
 // ---- batch_norm -------------------------------------------------------------------
 
 __global__ void bn_mean_kernel(double *sums, int64_t c, double m) {
@@ -133,12 +140,12 @@ __global__ void bn_stats_finish_kernel(const double *mean_sums, const double *sq
 
 template <class T>
 __global__ void bn_forward_kernel(const T *x, int64_t n, int64_t c, int64_t inner, const stat_t<T> *mean,
-                                  const stat_t<T> *invstd, const T *w, const T *b, T *y) {
+                                  const stat_t<T> *invstd, const stat_t<T> *w, const stat_t<T> *b, T *y) {
   using A = acc_t<T>;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t ch = (e / inner) % c;
-    const A alpha = A(invstd[ch]) * param_or(w, ch, A(1));
-    y[e] = st<T>((ld(x[e]) - A(mean[ch])) * alpha + param_or(b, ch, A(0)));
+    const A alpha = A(invstd[ch]) * A(stat_param_or(w, ch, stat_t<T>(1)));
+    y[e] = st<T>((ld(x[e]) - A(mean[ch])) * alpha + A(stat_param_or(b, ch, stat_t<T>(0))));
   }
 }
 
@@ -146,14 +153,15 @@ __global__ void bn_forward_kernel(const T *x, int64_t n, int64_t c, int64_t inne
 // and the weight/bias gradients.
 template <class T>
 __global__ void bn_coef_kernel(const double *sums, int64_t c, double m, const stat_t<T> *mean,
-                               const stat_t<T> *invstd, const T *w, bool batch_stats, acc_t<T> *coef, T *gw, T *gb) {
+                               const stat_t<T> *invstd, const stat_t<T> *w, bool batch_stats, acc_t<T> *coef,
+                               double *gw, double *gb) {
   using A = acc_t<T>;
   for (int64_t ch = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; ch < c; ch += int64_t(gridDim.x) * blockDim.x) {
     const double is = double(invstd[ch]);
-    if (gw) gw[ch] = st_d<T>(sums[2 * ch + 1] * is);
-    if (gb) gb[ch] = st_d<T>(sums[2 * ch]);
+    if (gw) gw[ch] = sums[2 * ch + 1] * is;
+    if (gb) gb[ch] = sums[2 * ch];
     if (coef) {
-      coef[ch * 4] = A(is * double(param_or(w, ch, A(1))));
+      coef[ch * 4] = A(is * double(stat_param_or(w, ch, stat_t<T>(1))));
       coef[ch * 4 + 1] = A(mean[ch]);
       coef[ch * 4 + 2] = batch_stats ? A(sums[2 * ch] / m) : A(0);
       coef[ch * 4 + 3] = batch_stats ? A(sums[2 * ch + 1] * is * is / m) : A(0);
@@ -248,6 +256,18 @@ void check_stats(const char *kernel, const View &data, const View &stat) {
          int(stat.dtype));
 }
 
+// batch_norm's weight and bias are stat Views, its gw and gb F64 (backend.hpp).
+void check_bn_params(const char *kernel, const View &stat, std::initializer_list<const View *> params,
+                     std::initializer_list<const View *> grads = {}) {
+  for (const View *p : params)
+    if (p && p->dtype != stat.dtype)
+      fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": parameter dtype ", int(p->dtype), " with statistics dtype ",
+           int(stat.dtype));
+  for (const View *g : grads)
+    if (g && g->dtype != MIXP_F64)
+      fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": parameter gradient dtype ", int(g->dtype), ", not F64");
+}
+
 template <class T> const T *opt(const View *v) { return v ? static_cast<const T *>(v->data) : nullptr; }
 template <class T> T *opt_out(const View *v) { return v ? static_cast<T *>(v->data) : nullptr; }
 
@@ -286,6 +306,7 @@ void CudaBackend::batch_norm_stats(const View &x, int64_t outer, int64_t c, int6
 void CudaBackend::batch_norm_forward(const View &x, int64_t outer, int64_t c, int64_t inner, const View &mean,
                                      const View &invstd, const View *weight, const View *bias, const View &y) {
   check_stats("batch_norm_forward", x, mean);
+  check_bn_params("batch_norm_forward", mean, {weight, bias});
   const int64_t n = outer * c * inner;
   if (n == 0) return;
   dispatch_float_dt(x.dtype, "batch_norm_forward", [&](auto tag) {
@@ -293,7 +314,7 @@ void CudaBackend::batch_norm_forward(const View &x, int64_t outer, int64_t c, in
     using S = stat_t<T>;
     bn_forward_kernel<T><<<grid_for(n), kThreads, 0, stream()>>>(
         static_cast<const T *>(x.data), n, c, inner, static_cast<const S *>(mean.data),
-        static_cast<const S *>(invstd.data), opt<T>(weight), opt<T>(bias), static_cast<T *>(y.data));
+        static_cast<const S *>(invstd.data), opt<S>(weight), opt<S>(bias), static_cast<T *>(y.data));
   });
   MIXP_CUDA_LAUNCHED();
 }
@@ -302,6 +323,7 @@ void CudaBackend::batch_norm_backward(const View &x, const View &gy, int64_t out
                                       const View &mean, const View &invstd, const View *weight, bool batch_stats,
                                       const View *gx, const View *gw, const View *gb) {
   check_stats("batch_norm_backward", x, mean);
+  check_bn_params("batch_norm_backward", mean, {weight}, {gw, gb});
   if (c == 0) return;
   dispatch_float_dt(x.dtype, "batch_norm_backward", [&](auto tag) {
     using T = decltype(tag);
@@ -318,9 +340,9 @@ void CudaBackend::batch_norm_backward(const View &x, const View &gy, int64_t out
       MIXP_CUDA_CHECK(cudaMemsetAsync(sums.p, 0, size_t(2 * c) * sizeof(double), stream()));
     Scratch coef(*this, gx ? size_t(4 * c) * sizeof(A) : 0);
     const double m = double(outer * inner);
-    bn_coef_kernel<T><<<grid_for(c), kThreads, 0, stream()>>>(sums.as<double>(), c, m, pm, pi, opt<T>(weight),
-                                                              batch_stats, coef.as<A>(), opt_out<T>(gw),
-                                                              opt_out<T>(gb));
+    bn_coef_kernel<T><<<grid_for(c), kThreads, 0, stream()>>>(sums.as<double>(), c, m, pm, pi, opt<S>(weight),
+                                                              batch_stats, coef.as<A>(), opt_out<double>(gw),
+                                                              opt_out<double>(gb));
     MIXP_CUDA_LAUNCHED();
     const int64_t n = outer * c * inner;
     if (gx && n > 0) {

@@ -87,6 +87,12 @@ int main(int argc, char **argv) {
       "to the low dtype are cached until the outermost region closes, while grad\n"
       "mode is on.\n"
       "\n"
+      "`batch_norm` computes its statistics in double and normalises in fp32\n"
+      "whatever its dtypes, and takes half data with F32 parameters as they are\n"
+      "(as cuDNN does): autocast casts only its data, so the F32 weight, bias and\n"
+      "running statistics that O2 keeps meet half activations without two casts\n"
+      "of the activation each way.\n"
+      "\n"
       "| op | O1 | O2 |\n"
       "|---|---|---|\n");
   /* Rows grouped by their O1 policy, in the order of the legend above,

@@ -1342,7 +1342,13 @@ MIXP_API mixp_status mixp_adaptive_avg_pool2d(const mixp_tensor *x, int64_t out_
  *  normalises with the batch statistics and updates @p running_mean and
  *  @p running_var in place (momentum update with the unbiased variance, as
  *  PyTorch; either may be NULL); in eval it uses them. @p weight/@p bias
- *  ([C]) may be NULL (no affine).
+ *  ([C]) may be NULL (no affine). Statistics are computed in double and
+ *  the normalisation in fp32 (fp64 for F64 data) whatever the dtypes: F32,
+ *  F16 and BF16 data and parameters mix freely (half activations with the
+ *  F32 parameters of an O2-decorated model run without casts, as cuDNN's
+ *  batch norm); the result has @p x's dtype, parameter gradients their
+ *  parameter's. F64 data and F64 parameters do not mix with other dtypes.
+ *  Under autocast only @p x is cast (O2: to the region's dtype).
  *  @param x Input tensor.
  *  @param weight Scale [C], or NULL.
  *  @param bias Shift [C], or NULL.

@@ -31,8 +31,9 @@ namespace mixp {
 // (libmixp_cuda.so) must be built from the same headers: the plugin's entry
 // point refuses any other value. Bump it with every change to a header in
 // src/backend/ or to core/ops.def.
-// (v3: check_indices, scatter_dim. v4: the op table's enums, ScaleUpdate.rule.)
-inline constexpr uint32_t kBackendAbiVersion = 4;
+// (v3: check_indices, scatter_dim. v4: the op table's enums, ScaleUpdate.rule. v5: batch_norm
+// parameters as stat Views, gw/gb F64.)
+inline constexpr uint32_t kBackendAbiVersion = 5;
 
 struct View {
   void *data = nullptr;
@@ -294,7 +295,10 @@ class Backend {
                                 double eps, const View &mean, const View &var,
                                 const View &invstd) = 0;
   // y = (x - mean[ch]) * invstd[ch] * weight[ch] + bias[ch]; weight and bias
-  // may be null (1 and 0).
+  // may be null (1 and 0). batch_norm's weight and bias are stat Views, and
+  // its gw and gb F64 (the op rounds them to the parameters' dtype once):
+  // half data with F32 parameters, as mixed precision keeps batch norm, is
+  // then one case of the kernels instead of two casts of the whole tensor.
   virtual void batch_norm_forward(const View &x, int64_t outer, int64_t c, int64_t inner,
                                   const View &mean, const View &invstd, const View *weight,
                                   const View *bias, const View &y) = 0;

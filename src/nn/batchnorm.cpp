@@ -31,10 +31,15 @@ class BatchNorm2d final : public Module {
     mixp_tensor *w = weight_ == kNone ? nullptr : param_slot(weight_).get();
     mixp_tensor *b = bias_ == kNone ? nullptr : param_slot(bias_).get();
     const bool train = training();
-    TensorPtr y = nn::in_param_dtype(x, pd, "batch_norm", [&](const TensorPtr &in) {
-      return nn::call(mixp_batch_norm, in.get(), w, b, buffer_slot(mean_).get(),
-                      buffer_slot(var_).get(), int(train), momentum_, eps_, MIXP_NCHW);
-    });
+    auto run = [&](const TensorPtr &in) {
+      return nn::call(mixp_batch_norm, in.get(), w, b, buffer_slot(mean_).get(), buffer_slot(var_).get(),
+                      int(train), momentum_, eps_, MIXP_NCHW);
+    };
+    // mixp_batch_norm takes F32, F16 and BF16 data and parameters in any
+    // mix (computing in fp32, output in x's dtype): half activations meet
+    // the fp32 parameters of a decorated model with no cast. F64 does not mix.
+    const mixp_dtype xd = mixp_tensor_dtype(x.get());
+    TensorPtr y = xd != MIXP_F64 && pd != MIXP_F64 ? run(x) : nn::in_param_dtype(x, pd, "batch_norm", run);
     if (train) count_batch();
     return y;
   }

@@ -42,8 +42,29 @@ void check_param(const char *fn, const char *arg, const TensorPtr &p, const Tens
          shape_str(x), ", got ", shape_str(*p));
 }
 
+// batch_norm's weight and bias: x's dtype, or any of F32/F16/BF16 beside x
+// of one of those (half x with the F32 parameters mixed precision keeps, as
+// cuDNN and PyTorch's CPU kernels take them; F32 x under an autocast list
+// beside half parameters). They are read as F32, exactly; F64 does not mix.
+void check_bn_param(const char *fn, const char *arg, const TensorPtr &p, const Tensor &x, int64_t c) {
+  if (!p) return;
+  require_float(fn, arg, *p);
+  if (p->dtype == MIXP_F64 || x.dtype == MIXP_F64) require_same_dtype(fn, "x", x, arg, *p);
+  if (shape_of(*p) != Shape{c})
+    fail(MIXP_ERR_SHAPE, fn, ": ", arg, " must be [", c, "] for x of shape ", shape_str(x), ", got ",
+         shape_str(*p));
+}
+
+// A parameter as the backend reads it: in the statistics' dtype (exact:
+// the dtype is never narrower).
+TensorPtr as_stat(const TensorPtr &p, DType sd) {
+  if (!p || p->dtype == sd) return p;
+  return contiguous(cast(p, sd));
+}
+
 struct BatchNormNode : Node {
-  TensorPtr x, weight, mean, invstd;  // detached, contiguous
+  TensorPtr x, weight, mean, invstd;  // detached, contiguous; weight in the statistics' dtype
+  DType grad_dtype[2] = {MIXP_F32, MIXP_F32};  // of weight's and bias's gradients: the parameters' own
   int64_t outer = 0, c = 0, inner = 0;
   bool batch_stats = true;
 
@@ -53,14 +74,16 @@ struct BatchNormNode : Node {
     Session *s = x->session.get();
     std::vector<TensorPtr> r(3);
     if (needs_grad(0)) r[0] = empty(s, x->dtype, shape_of(*x));
-    if (needs_grad(1)) r[1] = empty(s, x->dtype, Shape{c});
-    if (needs_grad(2)) r[2] = empty(s, x->dtype, Shape{c});
+    for (size_t i = 1; i < 3; ++i)
+      if (needs_grad(i)) r[i] = empty(s, MIXP_F64, Shape{c});
     View wv, gxv, gwv, gbv;
     if (c > 0)
       backend_of(*x).batch_norm_backward(view_of(*x), view_of(*gy), outer, c, inner,
                                          view_of(*mean), view_of(*invstd), opt_view(weight, wv),
                                          batch_stats, opt_view(r[0], gxv), opt_view(r[1], gwv),
                                          opt_view(r[2], gbv));
+    for (size_t i = 1; i < 3; ++i)
+      if (r[i]) r[i] = cast(r[i], grad_dtype[i - 1]);
     return r;
   }
   void release_saved() override {
@@ -143,7 +166,9 @@ TensorPtr batch_norm(const TensorPtr &x_in, const TensorPtr &weight_in, const Te
   Session *s = same_session(fn, {x_in.get(), weight_in.get(), bias_in.get(), running_mean.get(),
                                  running_var.get()});
   TensorPtr x = x_in, weight = weight_in, bias = bias_in;
-  OpScope scope(OpId::batch_norm, s, {&x, &weight, &bias});
+  // Autocast brings x alone to the region's dtype (O2): the parameters keep
+  // theirs, and the kernels compute in fp32 either way.
+  OpScope scope(OpId::batch_norm, s, {&x});
   scope.tape({x.get(), weight.get(), bias.get(), running_mean.get(), running_var.get()},
              [=](const Replay &r) {
                return batch_norm(r[0], r[1], r[2], r[3], r[4], training, momentum, eps, layout);
@@ -162,8 +187,8 @@ TensorPtr batch_norm(const TensorPtr &x_in, const TensorPtr &weight_in, const Te
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < cdim; ++i) outer *= x->shape[i];
   for (int i = cdim + 1; i < x->ndim; ++i) inner *= x->shape[i];
-  check_param(fn, "weight", weight, *x, Shape{c});
-  check_param(fn, "bias", bias, *x, Shape{c});
+  check_bn_param(fn, "weight", weight, *x, c);
+  check_bn_param(fn, "bias", bias, *x, c);
   const TensorPtr *stats[2] = {&running_mean, &running_var};
   const char *stat_names[2] = {"running_mean", "running_var"};
   for (int i = 0; i < 2; ++i) {
@@ -188,10 +213,12 @@ TensorPtr batch_norm(const TensorPtr &x_in, const TensorPtr &weight_in, const Te
 
   const DType sd = stat_dtype(x->dtype);
   Backend &be = backend_of(*x);
-  TensorPtr xc = dense(x), wc = dense(weight), bc = dense(bias);
+  TensorPtr xc = dense(x), wc, bc;
   TensorPtr mean, invstd, var;
   {
     NoGradGuard ng(s);
+    wc = as_stat(dense(weight), sd);
+    bc = as_stat(dense(bias), sd);
     if (training) {
       mean = empty(s, sd, Shape{c});
       var = empty(s, sd, Shape{c});
@@ -216,6 +243,8 @@ TensorPtr batch_norm(const TensorPtr &x_in, const TensorPtr &weight_in, const Te
     node->name = "batch_norm";
     node->x = xc;
     node->weight = wc;
+    node->grad_dtype[0] = weight ? weight->dtype : x->dtype;
+    node->grad_dtype[1] = bias ? bias->dtype : x->dtype;
     node->mean = mean;
     node->invstd = invstd;
     node->outer = outer;

@@ -288,6 +288,106 @@ static void test_batch_norm_gradcheck(void **state) {
   mixp_session_destroy(s);
 }
 
+/* One training step of batch_norm on x of dtype xd with weight, bias and
+ * running statistics of dtype pd; cast_x runs it as F32 on a cast copy of x
+ * and casts the result back (what autocast did before batch_norm took
+ * mixes). Returns y, gx, gw, gb, running mean and var as values, dtypes of
+ * the results in dts. */
+typedef struct bn_run {
+  double *v[6];
+  mixp_dtype dts[4]; /* y, gx, gw, gb */
+} bn_run;
+
+static bn_run bn_step(mixp_session *s, mixp_dtype xd, mixp_dtype pd, int cast_x) {
+  const int64_t shape[4] = {3, 4, 5, 7}, c = 4, n = 3 * 4 * 5 * 7;
+  double x[420], r[420], w[4], b[4], zeros[4] = {0, 0, 0, 0}, ones[4] = {1, 1, 1, 1};
+  mt_fill(x, n, -3.0, 5.0, 71);
+  mt_fill(r, n, -1.0, 1.0, 72);
+  mt_fill(w, c, 0.5, 1.5, 73);
+  mt_fill(b, c, -0.5, 0.5, 74);
+  mixp_tensor *xt = mt_tensor(s, xd, x, shape, 4), *rt = mt_tensor(s, xd, r, shape, 4);
+  mixp_tensor *wt = mt_param(s, pd, w, c), *bt = mt_param(s, pd, b, c);
+  mixp_tensor *rm = mt_tensor(s, pd, zeros, &c, 1), *rv = mt_tensor(s, pd, ones, &c, 1);
+  MT_OK(mixp_tensor_set_requires_grad(xt, 1));
+  mixp_tensor *in = xt, *x32 = NULL, *y = NULL, *y32 = NULL, *prod = NULL, *loss = NULL;
+  if (cast_x) {
+    MT_OK(mixp_cast(xt, MIXP_F32, &x32));
+    in = x32;
+  }
+  MT_OK(mixp_batch_norm(in, wt, bt, rm, rv, 1, 0.1, 1e-5, MIXP_NCHW, cast_x ? &y32 : &y));
+  if (cast_x) MT_OK(mixp_cast(y32, xd, &y));
+  MT_OK(mixp_mul(y, rt, &prod));
+  MT_OK(mixp_sum(prod, NULL, 0, 0, &loss));
+  MT_OK(mixp_backward(loss, NULL));
+  mixp_tensor *g[3] = {NULL, NULL, NULL}, *leaves[3] = {xt, wt, bt};
+  bn_run out;
+  out.dts[0] = mixp_tensor_dtype(y);
+  out.v[0] = mt_values(y);
+  for (int i = 0; i < 3; ++i) {
+    MT_OK(mixp_tensor_grad(leaves[i], &g[i]));
+    out.dts[1 + i] = mixp_tensor_dtype(g[i]);
+    out.v[1 + i] = mt_values(g[i]);
+    mixp_tensor_release(g[i]);
+  }
+  out.v[4] = mt_values(rm);
+  out.v[5] = mt_values(rv);
+  mixp_tensor *all[11] = {xt, rt, wt, bt, rm, rv, x32, y, y32, prod, loss};
+  for (int i = 0; i < 11; ++i) mixp_tensor_release(all[i]);
+  return out;
+}
+
+/* Half data with F32 parameters (an O2 model's batch norm) runs without
+ * casts and gives bitwise what casting the data to F32 and the result back
+ * gave: the statistics and the normalisation are computed in the same
+ * precision, and each half output is rounded once either way. F32 data with
+ * half parameters (a black-listed batch_norm in a half model) works too, its
+ * gradients in the parameters' dtype. */
+static void test_batch_norm_mixed_dtypes(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  const int64_t n = 420, c = 4;
+  const int64_t sizes[6] = {n, n, c, c, c, c};
+  const mixp_dtype halves[2] = {MIXP_F16, MIXP_BF16};
+  for (int h = 0; h < 2; ++h) {
+    bn_run mixed = bn_step(s, halves[h], MIXP_F32, 0), cast = bn_step(s, halves[h], MIXP_F32, 1);
+    assert_int_equal(mixed.dts[0], halves[h]);
+    assert_int_equal(mixed.dts[1], halves[h]);
+    assert_int_equal(mixed.dts[2], MIXP_F32);
+    assert_int_equal(mixed.dts[3], MIXP_F32);
+    for (int i = 0; i < 6; ++i) {
+      mt_assert_close(mixed.v[i], cast.v[i], sizes[i], 0, 0);
+      free(mixed.v[i]), free(cast.v[i]);
+    }
+    /* F32 data, half parameters: against all-F32, within the parameters'
+     * rounding (they are rounded to half here, exact-widened inside). */
+    bn_run f32_half = bn_step(s, MIXP_F32, halves[h], 0), all32 = bn_step(s, MIXP_F32, MIXP_F32, 0);
+    assert_int_equal(f32_half.dts[0], MIXP_F32);
+    assert_int_equal(f32_half.dts[2], halves[h]);
+    assert_int_equal(f32_half.dts[3], halves[h]);
+    const double tol = halves[h] == MIXP_BF16 ? 2e-2 : 2e-3;
+    for (int i = 0; i < 6; ++i) {
+      mt_assert_close(f32_half.v[i], all32.v[i], sizes[i], tol * 4, tol);
+      free(f32_half.v[i]), free(all32.v[i]);
+    }
+  }
+  /* F64 mixes with nothing. */
+  const int64_t shape[2] = {4, 2}, two = 2;
+  double v[8] = {1, 2, 3, 4, 5, 6, 7, 8}, w[2] = {1, 1};
+  const mixp_dtype pairs[4][2] = {{MIXP_F64, MIXP_F32}, {MIXP_F32, MIXP_F64}, {MIXP_F64, MIXP_BF16},
+                                  {MIXP_BF16, MIXP_F64}};
+  for (int i = 0; i < 4; ++i) {
+    mixp_tensor *xt = mt_tensor(s, pairs[i][0], v, shape, 2), *wt = mt_tensor(s, pairs[i][1], w, &two, 1);
+    mixp_tensor *out = NULL;
+    MT_FAILS(mixp_batch_norm(xt, wt, NULL, NULL, NULL, 1, 0.1, 1e-5, MIXP_NCHW, &out), MIXP_ERR_DTYPE,
+             "weight");
+    assert_null(out);
+    MT_FAILS(mixp_batch_norm(xt, NULL, wt, NULL, NULL, 1, 0.1, 1e-5, MIXP_NCHW, &out), MIXP_ERR_DTYPE, "bias");
+    assert_null(out);
+    mixp_tensor_release(xt), mixp_tensor_release(wt);
+  }
+  mixp_session_destroy(s);
+}
+
 /* Half-precision backward runs and agrees with F64 within the type's precision. */
 static void test_batch_norm_backward_half(void **state) {
   (void)state;
@@ -648,6 +748,7 @@ int main(void) {
       cmocka_unit_test(test_batch_norm_failed_call_keeps_stats),
       cmocka_unit_test(test_batch_norm_gradcheck),
       cmocka_unit_test(test_batch_norm_backward_half),
+      cmocka_unit_test(test_batch_norm_mixed_dtypes),
       cmocka_unit_test(test_layer_norm_forward),
       cmocka_unit_test(test_layer_norm_gradcheck),
       cmocka_unit_test(test_group_norm_forward),

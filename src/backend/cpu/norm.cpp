@@ -9,6 +9,7 @@
 // the mean is large against the spread.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <type_traits>
 #include <vector>
 
@@ -84,6 +85,12 @@ S *stat_ptr(const View &v) {
 template <class T>
 using stat_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
+// batch_norm's weight and bias, which are stat Views (backend.hpp).
+template <class S>
+S stat_param(const View *v, int64_t i, S dflt) {
+  return v ? static_cast<const S *>(v->data)[i] : dflt;
+}
+
 template <class T>
 acc_t<T> param(const View *v, int64_t i, acc_t<T> dflt) {
   return v ? load<T>(static_cast<const T *>(v->data)[i]) : dflt;
@@ -156,8 +163,8 @@ void bn_forward(const View &xv, int64_t outer, int64_t c, int64_t inner, const V
   std::vector<A> mu(static_cast<size_t>(c)), alpha(static_cast<size_t>(c)), beta(static_cast<size_t>(c));
   for (int64_t ch = 0; ch < c; ++ch) {
     mu[size_t(ch)] = A(mean[ch]);
-    alpha[size_t(ch)] = A(invstd[ch]) * param<T>(wv, ch, A(1));
-    beta[size_t(ch)] = param<T>(bv, ch, A(0));
+    alpha[size_t(ch)] = A(invstd[ch]) * stat_param<S>(wv, ch, S(1));
+    beta[size_t(ch)] = stat_param<S>(bv, ch, S(0));
   }
   per_channel_map<T>(outer, c, inner, [&](int64_t e, int64_t ch) {
     y[e] = store<T>((load<T>(x[e]) - mu[size_t(ch)]) * alpha[size_t(ch)] + beta[size_t(ch)]);
@@ -190,10 +197,8 @@ void bn_backward(const View &xv, const View &gyv, int64_t outer, int64_t c, int6
       acc[1] += s[1];
     }, sums.data());
   for (int64_t ch = 0; ch < c; ++ch) {
-    if (gwv)
-      static_cast<T *>(gwv->data)[ch] =
-          store_double<T>(sums[size_t(2 * ch + 1)] * double(invstd[ch]));
-    if (gbv) static_cast<T *>(gbv->data)[ch] = store_double<T>(sums[size_t(2 * ch)]);
+    if (gwv) static_cast<double *>(gwv->data)[ch] = sums[size_t(2 * ch + 1)] * double(invstd[ch]);
+    if (gbv) static_cast<double *>(gbv->data)[ch] = sums[size_t(2 * ch)];
   }
   if (!gxv) return;
   T *gx = static_cast<T *>(gxv->data);
@@ -204,7 +209,7 @@ void bn_backward(const View &xv, const View &gyv, int64_t outer, int64_t c, int6
   for (int64_t ch = 0; ch < c; ++ch) {
     const double is = double(invstd[ch]);
     const size_t u = size_t(ch);
-    scale[u] = A(is * double(param<T>(wv, ch, A(1))));
+    scale[u] = A(is * double(stat_param<S>(wv, ch, S(1))));
     mu[u] = A(mean[ch]);
     mg[u] = batch_stats ? A(sums[2 * u] / m) : A(0);
     k[u] = batch_stats ? A(sums[2 * u + 1] * is * is / m) : A(0);
@@ -403,6 +408,18 @@ void check_stats(const char *kernel, const View &data, const View &stat) {
          " with statistics ", dtype_name(stat.dtype));
 }
 
+// batch_norm's weight and bias are stat Views, its gw and gb F64 (backend.hpp).
+void check_bn_params(const char *kernel, const View &stat, std::initializer_list<const View *> params,
+                     std::initializer_list<const View *> grads = {}) {
+  for (const View *p : params)
+    if (p && p->dtype != stat.dtype)
+      fail(MIXP_ERR_INTERNAL, "cpu ", kernel, ": parameter ", dtype_name(p->dtype), " with statistics ",
+           dtype_name(stat.dtype));
+  for (const View *g : grads)
+    if (g && g->dtype != MIXP_F64)
+      fail(MIXP_ERR_INTERNAL, "cpu ", kernel, ": parameter gradient ", dtype_name(g->dtype), ", not F64");
+}
+
 }  // namespace
 
 void CpuBackend::batch_norm_stats(const View &x, int64_t outer, int64_t c, int64_t inner,
@@ -418,6 +435,7 @@ void CpuBackend::batch_norm_forward(const View &x, int64_t outer, int64_t c, int
                                     const View &mean, const View &invstd, const View *weight,
                                     const View *bias, const View &y) {
   check_stats("batch_norm_forward", x, mean);
+  check_bn_params("batch_norm_forward", mean, {weight, bias});
   dispatch_float(x.dtype, [&](auto tag) {
     bn_forward<decltype(tag)>(x, outer, c, inner, mean, invstd, weight, bias, y);
   });
@@ -428,6 +446,7 @@ void CpuBackend::batch_norm_backward(const View &x, const View &gy, int64_t oute
                                      const View *weight, bool batch_stats, const View *gx,
                                      const View *gw, const View *gb) {
   check_stats("batch_norm_backward", x, mean);
+  check_bn_params("batch_norm_backward", mean, {weight}, {gw, gb});
   dispatch_float(x.dtype, [&](auto tag) {
     bn_backward<decltype(tag)>(x, gy, outer, c, inner, mean, invstd, weight, batch_stats, gx,
                                gw, gb);
