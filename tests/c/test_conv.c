@@ -44,6 +44,9 @@ static const conv_case LARGE[] = {
     {2, 3, 16, 16, 16, 7, 7, 2, 2, 3, 3, 1, 1, 1}, /* a stem */
     {2, 32, 6, 7, 64, 1, 1, 1, 1, 0, 0, 1, 1, 1},
     {1, 16, 9, 9, 16, 3, 3, 1, 1, 2, 2, 2, 2, 4},
+    /* 1x1 in and out: one kernel cell meets the pixel (a matrix product). */
+    {4, 48, 1, 1, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1}, /* the centre of 3x3 */
+    {3, 24, 1, 1, 32, 2, 5, 2, 2, 1, 4, 1, 2, 1}, /* cell (1, 2): off-centre rows, dilated columns */
 };
 #define N_LARGE ((int)(sizeof LARGE / sizeof LARGE[0]))
 
