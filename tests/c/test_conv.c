@@ -47,6 +47,9 @@ static const conv_case LARGE[] = {
     /* 1x1 in and out: one kernel cell meets the pixel (a matrix product). */
     {4, 48, 1, 1, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1}, /* the centre of 3x3 */
     {3, 24, 1, 1, 32, 2, 5, 2, 2, 1, 4, 1, 2, 1}, /* cell (1, 2): off-centre rows, dilated columns */
+    /* Small output planes (bf16 weight gradients as im2col products where bf16 is fast): */
+    {4, 32, 4, 4, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1}, /* 4x4, padded */
+    {3, 16, 5, 4, 20, 3, 2, 2, 2, 1, 0, 1, 2, 1}, /* 3x1: stride, padded rows, dilated columns */
 };
 #define N_LARGE ((int)(sizeof LARGE / sizeof LARGE[0]))
 
