@@ -55,8 +55,9 @@ void usage(FILE *f) {
           "  --limit-test N          evaluate on at most N test samples (synthetic-images: generate N)\n"
           "\n"
           "Mixed precision:\n"
-          "  --amp O0|O1|O2          O0 fp32 (default); O1 autocast op lists; O2 half parameters with\n"
-          "                          fp32 master weights (mixp_amp_decorate) and autocast O2\n"
+          "  --amp O0|O1|O2|OD       O0 fp32 (default); O1 autocast op lists; O2 half parameters with\n"
+          "                          fp32 master weights (mixp_amp_decorate) and autocast O2; OD only\n"
+          "                          GEMM-like ops in half precision, everything else fp32\n"
           "  --amp-dtype f16|bf16    low-precision type (default bf16: on a CPU never slower than f16,\n"
           "                          and it needs no loss scaling)\n"
           "  --loss-scale MODE       dynamic, static:N or off (default: dynamic for f16, off for bf16)\n"
@@ -202,7 +203,7 @@ typedef struct flag {
 } flag;
 
 #define AT(field) offsetof(args, field)
-static const int kAmpLevels[] = {MIXP_AMP_O0, MIXP_AMP_O1, MIXP_AMP_O2};
+static const int kAmpLevels[] = {MIXP_AMP_O0, MIXP_AMP_O1, MIXP_AMP_O2, MIXP_AMP_OD};
 static const int kAmpDtypes[] = {MIXP_F16, MIXP_BF16};
 static const int kNumerics[] = {MIXP_NUMERICS_OFF, MIXP_NUMERICS_WARN, MIXP_NUMERICS_ERROR};
 static const int kOptimizers[] = {1, 0}; /* args.adamw */
@@ -226,7 +227,7 @@ static const flag kFlags[] = {
     {"--threads", INT, AT(threads), 0, 4096, NULL, NULL, NULL, 0, 0},
     {"--limit-train", I64, AT(limit_train), 1, INT64_MAX, NULL, NULL, NULL, 0, 0},
     {"--limit-test", I64, AT(limit_test), 1, INT64_MAX, NULL, NULL, NULL, 0, 0},
-    {"--amp", CHOICE, AT(amp_level), 0, 0, "O0,O1,O2", kAmpLevels, NULL, 0, 0},
+    {"--amp", CHOICE, AT(amp_level), 0, 0, "O0,O1,O2,OD", kAmpLevels, NULL, 0, 0},
     {"--amp-dtype", CHOICE, AT(amp_dtype), 0, 0, "f16,bf16", kAmpDtypes, NULL, 0, 0},
     {"--loss-scale", CUSTOM, 0, 0, 0, NULL, NULL, parse_loss_scale, 0, 0},
     {"--init-scale", REAL, AT(init_scale), 0, 0, NULL, NULL, NULL, 0, 1},
@@ -336,6 +337,16 @@ static void check_combinations(args *a) {
     bad_usage("--save-every must be a multiple of --accum-steps (%d)", a->accum_steps);
   if (a->compare && (a->save_path || a->resume_path))
     bad_usage("--compare runs three trainings; it takes no --save or --resume");
+}
+
+const char *amp_level_name(mixp_amp_level level) {
+  switch (level) {
+    case MIXP_AMP_O0: return "O0";
+    case MIXP_AMP_O1: return "O1";
+    case MIXP_AMP_O2: return "O2";
+    case MIXP_AMP_OD: return "OD";
+  }
+  return "?";
 }
 
 void parse_args(int argc, char **argv, args *a) {

@@ -49,7 +49,7 @@ static void config_json(const train_state *ts, char *out, size_t cap) {
   static const char *const scale_modes[] = {"auto", "dynamic", "static", "off"};
   char amp[32];
   if (a->amp_level == MIXP_AMP_O0) snprintf(amp, sizeof amp, "O0");
-  else snprintf(amp, sizeof amp, "O%d %s", (int)a->amp_level, a->amp_dtype == MIXP_F16 ? "f16" : "bf16");
+  else snprintf(amp, sizeof amp, "%s %s", amp_level_name(a->amp_level), a->amp_dtype == MIXP_F16 ? "f16" : "bf16");
   out[0] = '\0';
   strcat(out, "{\"tool\":\"mixp-train\",\"model\":");
   json_str(out, cap, ts->m->config);

@@ -49,7 +49,7 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static const char *amp_name(const args *a) {
   static char buf[32];
   if (a->amp_level == MIXP_AMP_O0) return "O0 (fp32)";
-  snprintf(buf, sizeof buf, "O%d %s", (int)a->amp_level, a->amp_dtype == MIXP_F16 ? "f16" : "bf16");
+  snprintf(buf, sizeof buf, "%s %s", amp_level_name(a->amp_level), a->amp_dtype == MIXP_F16 ? "f16" : "bf16");
   return buf;
 }
 
@@ -215,8 +215,7 @@ static void setup(run_ctx *r, const args *a) {
            a->resume_path, t->p.steps, t->p.epoch, t->p.done);
   }
   r->first_epoch = (int)t->p.epoch;
-  static const char *const level_names[] = {"O0", "O1", "O2"};
-  t->log = run_log_open(a->logdir, a->compare, level_names[a->amp_level]);
+  t->log = run_log_open(a->logdir, a->compare, amp_level_name(a->amp_level));
 }
 
 /* ---- the epochs ----------------------------------------------------------------- */

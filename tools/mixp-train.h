@@ -74,6 +74,8 @@ typedef struct args {
 /* Fills `a` from the flags; exits 0 for --help, 2 (with the usage) for bad
  * flags or combinations. */
 void parse_args(int argc, char **argv, args *a);
+/* "O0", "O1", "O2" or "OD", as --amp spells it. */
+const char *amp_level_name(mixp_amp_level level);
 void usage(FILE *f);
 void bad_usage(const char *fmt, ...);
 /* Prints the library's message for a failed call (it names the function

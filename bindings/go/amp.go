@@ -10,11 +10,13 @@ import (
 // AMPLevel is the autocast level.
 type AMPLevel int
 
-// Autocast levels: O0 (off), O1 (per-op lists), O2 (almost all in low precision).
+// Autocast levels: O0 (off), O1 (per-op lists), O2 (almost all in low
+// precision), OD (Paddle's: only GEMM-like ops in low precision, the rest fp32).
 const (
 	O0 AMPLevel = 0
 	O1 AMPLevel = 1
 	O2 AMPLevel = 2
+	OD AMPLevel = 3
 )
 
 // AutocastOptions configure an autocast region: set Level (its zero value

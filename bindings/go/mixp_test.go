@@ -217,6 +217,15 @@ func TestAutocast(t *testing.T) {
 	if f.DType() != mixp.F32 {
 		t.Fatalf("black-listed matmul ran in %v", f.DType())
 	}
+	// OD: only the low-precision list runs in f16
+	region = ok(s.Autocast(mixp.AutocastOptions{Level: mixp.OD, DType: mixp.F16}))(t)
+	odMM := ok(a.Matmul(b))(t)
+	odRelu := ok(odMM.Relu())(t)
+	noErr(t, region.Close())
+	if odMM.DType() != mixp.F16 || odRelu.DType() != mixp.F32 {
+		t.Fatalf("OD: matmul %v (want f16), relu %v (want f32)", odMM.DType(), odRelu.DType())
+	}
+	mixp.CloseAll(odMM, odRelu)
 	_, err := s.Autocast(mixp.AutocastOptions{Level: mixp.O1, White: []string{"no_such_op"}})
 	wantErr(t, err, mixp.StatusInvalidArgument, "no_such_op")
 	_, err = s.Autocast(mixp.AutocastOptions{Level: mixp.O1, DType: mixp.I32})

@@ -1464,7 +1464,10 @@ MIXP_API mixp_status mixp_pad(const mixp_tensor *x, const int64_t *pads, int npa
 typedef MIXP_ENUM(mixp_amp_level) {
   MIXP_AMP_O0 = 0,  /**< Everything in the inputs' dtypes (autocast off). */
   MIXP_AMP_O1 = 1,  /**< Per-op lists: low precision for GEMM-like ops, fp32 for sensitive ops. */
-  MIXP_AMP_O2 = 2   /**< Everything in low precision except the fp32 list and the custom black list. */
+  MIXP_AMP_O2 = 2,  /**< Everything in low precision except the fp32 list and the custom black list. */
+  /** Paddle's OD: only the low-precision list (GEMM-like ops and the custom
+   *  white list) in low precision; every other castable op in fp32. */
+  MIXP_AMP_OD = 3
 } mixp_amp_level;
 
 /** What an op does with its float inputs (F64 inputs are never cast). */
@@ -1480,7 +1483,7 @@ typedef struct mixp_autocast_options {
   uint32_t struct_size;       /**< sizeof(mixp_autocast_options). */
   int enabled;                /**< 0 runs everything in fp32 inside the region (default 1). */
   mixp_dtype dtype;           /**< MIXP_F16 or MIXP_BF16 (default BF16, PyTorch's CPU default). */
-  mixp_amp_level level;       /**< O0, O1 (default) or O2. */
+  mixp_amp_level level;       /**< O0, O1 (default), O2 or OD. */
   /** Op names forced to low precision (Paddle's custom_white_list); borrowed during the call. */
   const char *const *custom_white_list;
   int n_custom_white;         /**< Entries in custom_white_list. */

@@ -28,6 +28,9 @@ Decision decide(const State &st, OpId op) noexcept {
   } else if (custom == 1 || info.category == CastCategory::Lower || st.level == MIXP_AMP_O2) {
     d.cast = MIXP_CAST_LOWER;
     d.dtype = st.dtype;
+  } else if (st.level == MIXP_AMP_OD) {  // off the low-precision list: fp32
+    d.cast = MIXP_CAST_FP32;
+    d.dtype = MIXP_F32;
   } else if (info.category == CastCategory::Promote) {
     d.cast = MIXP_CAST_PROMOTE;
   }
@@ -99,8 +102,8 @@ void mark_list(State &st, const char *const *names, int n, unsigned char mark, c
 void push(Session *s, const mixp_autocast_options &o, const char *fn) {
   State st;
   st.enabled = o.enabled != 0;
-  if (o.level != MIXP_AMP_O0 && o.level != MIXP_AMP_O1 && o.level != MIXP_AMP_O2)
-    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->level is ", int(o.level), " (expected O0, O1 or O2)");
+  if (o.level != MIXP_AMP_O0 && o.level != MIXP_AMP_O1 && o.level != MIXP_AMP_O2 && o.level != MIXP_AMP_OD)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->level is ", int(o.level), " (expected O0, O1, O2 or OD)");
   if (o.dtype != MIXP_F16 && o.dtype != MIXP_BF16)
     fail(MIXP_ERR_DTYPE, fn, ": options->dtype must be f16 or bf16, got ", dtype_name(o.dtype));
   st.level = o.level;

@@ -14,7 +14,8 @@ from .tensor import Tensor
 
 __all__ = ["autocast", "GradScaler", "decorate", "policy"]
 
-_LEVELS = {"O0": capi.MIXP_AMP_O0, "O1": capi.MIXP_AMP_O1, "O2": capi.MIXP_AMP_O2}
+_LEVELS = {"O0": capi.MIXP_AMP_O0, "O1": capi.MIXP_AMP_O1, "O2": capi.MIXP_AMP_O2,
+           "OD": capi.MIXP_AMP_OD}
 _POLICIES = {capi.MIXP_CAST_NONE: "none", capi.MIXP_CAST_LOWER: "lower",
              capi.MIXP_CAST_FP32: "fp32", capi.MIXP_CAST_PROMOTE: "promote"}
 
@@ -26,7 +27,9 @@ class autocast:
     (GEMM-like ops to ``dtype``, range-sensitive ops to float32). Regions nest
     (the inner one wins until it closes); a region is re-entrant as a
     decorator. ``custom_white_list``/``custom_black_list`` force op names to
-    low precision / float32 (Paddle's names).
+    low precision / float32 (Paddle's names). ``level="OD"`` (Paddle's) runs
+    only the low-precision list (GEMM-like ops) in ``dtype``, every other
+    op in float32.
     """
 
     def __init__(self, dtype=bfloat16, level="O1", enabled=True, cache_enabled=True,

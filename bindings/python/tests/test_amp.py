@@ -42,6 +42,19 @@ def test_autocast_closes_on_exception_and_as_decorator():
     assert _mm(s) is mixp.float32
 
 
+def test_autocast_level_od_runs_only_the_low_list_in_half():
+    s = mixp.Session()
+    x = mixp.ones(2, 2, session=s)
+    with amp.autocast(dtype=mixp.bfloat16, level="OD", session=s):
+        y = x @ x
+        assert y.dtype is mixp.bfloat16
+        assert mixp.functional.relu(y).dtype is mixp.float32
+        assert (y + y).dtype is mixp.float32
+        assert amp.policy("relu", s) == ("fp32", mixp.float32)
+    with amp.autocast(dtype=mixp.bfloat16, level="O2", session=s):
+        assert mixp.functional.relu(x @ x).dtype is mixp.bfloat16
+
+
 def test_autocast_custom_lists():
     s = mixp.Session()
     with amp.autocast(session=s, custom_black_list=["matmul"]):

@@ -103,7 +103,7 @@ public final class Session extends NativeHandle {
 
   /**
    * Opens an autocast region (close it, e.g. with try-with-resources).
-   * @param level O0, O1 or O2
+   * @param level O0, O1, O2 or OD
    * @param dtype F16 or BF16
    */
   public Autocast autocast(AmpLevel level, DType dtype) {

@@ -147,6 +147,16 @@ class TensorTest {
            Tensor f = a.matmul(b)) {
         assertEquals(DType.F32, f.dtype());
       }
+      Tensor odMm;
+      Tensor odRelu;
+      try (Autocast ac = s.autocast(AmpLevel.OD, DType.F16)) {
+        odMm = a.matmul(b);
+        odRelu = odMm.relu();
+      }
+      try (Tensor m = odMm; Tensor r = odRelu) {
+        assertEquals(DType.F16, m.dtype()); // OD: only the low-precision list runs in half
+        assertEquals(DType.F32, r.dtype());
+      }
     }
   }
 
