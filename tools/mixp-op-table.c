@@ -8,11 +8,15 @@
 
 #include "mixp/mixp.h"
 
-static int policy_of(mixp_session *s, const char *op, mixp_amp_level level, mixp_dtype dtype,
+/* Level OD and beyond are real levels; kO2Promote stands for O2 with use_promote. */
+enum { kO2Promote = 100 };
+
+static int policy_of(mixp_session *s, const char *op, int level, mixp_dtype dtype,
                      mixp_autocast_policy_info *info) {
   mixp_autocast_options o;
   mixp_autocast_options_init(&o);
-  o.level = level;
+  o.level = level == kO2Promote ? MIXP_AMP_O2 : (mixp_amp_level)level;
+  o.use_promote = level == kO2Promote;
   o.dtype = dtype;
   memset(info, 0, sizeof *info);
   info->struct_size = sizeof *info;
@@ -25,7 +29,7 @@ static int policy_of(mixp_session *s, const char *op, mixp_amp_level level, mixp
 /* The cell for `op` at `level`. The f16 and bf16 regions must agree on the
  * kind of cast (and a low-precision cast must go to the region's dtype),
  * since one cell describes both. NULL on an inconsistency or an error. */
-static const char *cell(mixp_session *s, const char *op, mixp_amp_level level) {
+static const char *cell(mixp_session *s, const char *op, int level) {
   mixp_autocast_policy_info h, b, o2;
   if (policy_of(s, op, level, MIXP_F16, &h) || policy_of(s, op, level, MIXP_BF16, &b) ||
       policy_of(s, op, MIXP_AMP_O2, MIXP_BF16, &o2))
@@ -35,7 +39,7 @@ static const char *cell(mixp_session *s, const char *op, mixp_amp_level level) {
     case MIXP_CAST_LOWER:
       return (h.dtype == MIXP_F16 && b.dtype == MIXP_BF16) ? "low (f16/bf16)" : NULL;
     case MIXP_CAST_FP32: return "fp32";
-    case MIXP_CAST_PROMOTE: return "promote (widest input)";
+    case MIXP_CAST_PROMOTE: return level == kO2Promote ? "fp32 if an input is, else low" : "promote (widest input)";
     case MIXP_CAST_NONE:
       /* Ops that O2 leaves alone too only move data: they are never cast. */
       return o2.cast == MIXP_CAST_NONE ? "never cast" : "input dtype";
@@ -94,10 +98,12 @@ int main(int argc, char **argv) {
       "of the activation each way.\n"
       "\n"
       "OD (Paddle's) runs only the low-precision list in f16/bf16 and casts the\n"
-      "inputs of every other castable op to F32.\n"
+      "inputs of every other castable op to F32. O2 with `use_promote = 1`\n"
+      "(Paddle's use_promote) keeps an op off the low-precision list in fp32 when\n"
+      "any of its inputs is F32 (`batch_norm`: when its data is).\n"
       "\n"
-      "| op | O1 | O2 | OD |\n"
-      "|---|---|---|---|\n");
+      "| op | O1 | O2 | O2, use_promote | OD |\n"
+      "|---|---|---|---|---|\n");
   /* Rows grouped by their O1 policy, in the order of the legend above,
    * each group in the library's op order. */
   static const char *const groups[] = {"low (f16/bf16)", "fp32", "promote (widest input)",
@@ -106,7 +112,8 @@ int main(int argc, char **argv) {
   int rc = 0;
   for (int i = 0; i < n; ++i) {
     const char *op = mixp_op_name(i);
-    if (!op || !cell(s, op, MIXP_AMP_O1) || !cell(s, op, MIXP_AMP_O2) || !cell(s, op, MIXP_AMP_OD)) {
+    if (!op || !cell(s, op, MIXP_AMP_O1) || !cell(s, op, MIXP_AMP_O2) || !cell(s, op, kO2Promote) ||
+        !cell(s, op, MIXP_AMP_OD)) {
       fprintf(stderr,
               "mixp-op-table: no policy for op %d (%s) that one cell can describe "
               "(the f16 and bf16 regions disagree, or a call failed: \"%s\")\n",
@@ -119,7 +126,8 @@ int main(int argc, char **argv) {
       const char *op = mixp_op_name(i);
       const char *o1 = cell(s, op, MIXP_AMP_O1);
       if (strcmp(o1, groups[g]) == 0)
-        printf("| `%s` | %s | %s | %s |\n", op, o1, cell(s, op, MIXP_AMP_O2), cell(s, op, MIXP_AMP_OD));
+        printf("| `%s` | %s | %s | %s | %s |\n", op, o1, cell(s, op, MIXP_AMP_O2), cell(s, op, kO2Promote),
+               cell(s, op, MIXP_AMP_OD));
     }
   mixp_session_destroy(s);
   if (fflush(stdout) != 0) rc = 1;

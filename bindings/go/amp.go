@@ -29,6 +29,9 @@ type AutocastOptions struct {
 	NoCache  bool     // do not cache low-precision copies of parameters
 	White    []string // op names forced to low precision
 	Black    []string // op names forced to fp32
+	// O2 only (Paddle's use_promote): an op off the low-precision list with
+	// an F32 input runs in fp32.
+	UsePromote bool
 }
 
 // AutocastRegion is an open autocast region; Close ends it. Regions nest
@@ -48,7 +51,19 @@ func (s *Session) Autocast(o AutocastOptions) (*AutocastRegion, error) {
 	}
 	r.SetEnabled(b2i(!o.Disabled))
 	r.SetCache_enabled(b2i(!o.NoCache))
+	r.SetUse_promote(b2i(o.UsePromote))
 	err := check(raw.Mixp_swig_autocast_push(s.p(), r, raw.JoinNames(o.White), raw.JoinNames(o.Black)))
+	runtime.KeepAlive(s)
+	if err != nil {
+		return nil, err
+	}
+	return &AutocastRegion{s: s}, nil
+}
+
+// AutocastPolicy opens the region a policy line describes, e.g.
+// "O2 bf16 black=softmax,layer_norm promote=1" (mixp_autocast_push_policy).
+func (s *Session) AutocastPolicy(policy string) (*AutocastRegion, error) {
+	err := check(raw.Mixp_autocast_push_policy(s.p(), policy))
 	runtime.KeepAlive(s)
 	if err != nil {
 		return nil, err

@@ -226,6 +226,24 @@ func TestAutocast(t *testing.T) {
 		t.Fatalf("OD: matmul %v (want f16), relu %v (want f32)", odMM.DType(), odRelu.DType())
 	}
 	mixp.CloseAll(odMM, odRelu)
+	// O2 with UsePromote: an F32 input keeps relu in fp32
+	region = ok(s.Autocast(mixp.AutocastOptions{Level: mixp.O2, DType: mixp.F16, UsePromote: true}))(t)
+	promoted := ok(a.Relu())(t)
+	noErr(t, region.Close())
+	if promoted.DType() != mixp.F32 {
+		t.Fatalf("O2 use_promote: relu of f32 ran in %v", promoted.DType())
+	}
+	mixp.CloseAll(promoted)
+	// a policy line
+	region = ok(s.AutocastPolicy("OD f16 white=relu"))(t)
+	lined := ok(a.Relu())(t)
+	noErr(t, region.Close())
+	if lined.DType() != mixp.F16 {
+		t.Fatalf("policy line: white-listed relu ran in %v", lined.DType())
+	}
+	mixp.CloseAll(lined)
+	_, perr := s.AutocastPolicy("O3")
+	wantErr(t, perr, mixp.StatusInvalidArgument, "O3")
 	_, err := s.Autocast(mixp.AutocastOptions{Level: mixp.O1, White: []string{"no_such_op"}})
 	wantErr(t, err, mixp.StatusInvalidArgument, "no_such_op")
 	_, err = s.Autocast(mixp.AutocastOptions{Level: mixp.O1, DType: mixp.I32})

@@ -73,7 +73,7 @@ extern "C" {
 /** Major version: bumped on any ABI-breaking change (it is the SONAME). */
 #define MIXP_VERSION_MAJOR 0
 /** Minor version: bumped when functions or struct fields are added. */
-#define MIXP_VERSION_MINOR 2
+#define MIXP_VERSION_MINOR 3
 /** Patch version: bumped for fixes that change no interface. */
 #define MIXP_VERSION_PATCH 0
 /** The version as one comparable number: major*10000 + minor*100 + patch. */
@@ -1491,6 +1491,11 @@ typedef struct mixp_autocast_options {
   const char *const *custom_black_list;
   int n_custom_black;         /**< Entries in custom_black_list. */
   int cache_enabled;          /**< Cache low-precision copies of fp32 parameters (default 1). */
+  /** O2 only (Paddle's use_promote): an op off the low-precision list whose
+   *  inputs include F32 runs in fp32 (its inputs meet at the widest type),
+   *  instead of casting them down (default 0: mixp's O2, everything low but
+   *  the fp32 list). Added in 0.3; a struct_size without it reads 0. */
+  int use_promote;
 } mixp_autocast_options;
 
 /**
@@ -1512,6 +1517,24 @@ MIXP_API void mixp_autocast_options_init(mixp_autocast_options *options);
  */
 MIXP_API mixp_status mixp_autocast_push(mixp_session *session,
                                         const mixp_autocast_options *options);
+
+/**
+ * Opens an autocast region described by one line of text, for hosts that
+ * configure through text (a config file, an environment variable):
+ * space-separated words, each optional, in any order —
+ * a level (`O0`, `O1`, `O2`, `OD`), a dtype (`bf16`/`bfloat16`,
+ * `f16`/`fp16`/`float16`), and `key=value` pairs `white=op,op,...`,
+ * `black=op,...`, `promote=0|1` (use_promote), `cache=0|1`, `enabled=0|1`.
+ * Words not given keep mixp_autocast_options_init()'s defaults, so `""` is
+ * O1 bf16. Example: `"O2 bf16 black=softmax,layer_norm promote=1"`.
+ * Closed by mixp_autocast_pop() like any region.
+ * @param session The session.
+ * @param policy The line (borrowed during the call).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL, an unknown word or
+ *         value (quoted in the message), or what mixp_autocast_push() refuses.
+ *         A failed call opens no region.
+ */
+MIXP_API mixp_status mixp_autocast_push_policy(mixp_session *session, const char *policy);
 
 /**
  * Closes the innermost autocast region, restoring the outer state.

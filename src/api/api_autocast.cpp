@@ -1,11 +1,94 @@
 // Autocast shims: regions, policy queries and the op registry.
+#include <cstddef>
+#include <algorithm>
 #include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "autocast/autocast.hpp"
 #include "api/api_common.hpp"
 #include "core/options.hpp"
 
 using namespace mixp;
+
+// 0.2's struct ended before use_promote (options.hpp).
+template <>
+struct mixp::StructVersions<mixp_autocast_options> {
+  static constexpr size_t first = offsetof(mixp_autocast_options, use_promote);
+};
+
+namespace {
+
+// A policy line read into options; the list entries point into `names`.
+struct ParsedPolicy {
+  mixp_autocast_options options{};
+  std::vector<std::string> names[2];  // white, black
+  std::vector<const char *> lists[2];
+};
+
+std::vector<std::string> split(const std::string &text, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(sep, start), text.size());
+    out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+int flag(const std::string &word, const std::string &value, const char *fn) {
+  if (value == "0") return 0;
+  if (value == "1") return 1;
+  fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": '", word, "' needs 0 or 1");
+}
+
+ParsedPolicy parse_policy(const char *policy, const char *fn) {
+  ParsedPolicy p;
+  mixp_autocast_options_init(&p.options);
+  std::istringstream words{std::string(policy)};
+  std::string word;
+  while (words >> word) {
+    if (word == "O0") p.options.level = MIXP_AMP_O0;
+    else if (word == "O1") p.options.level = MIXP_AMP_O1;
+    else if (word == "O2") p.options.level = MIXP_AMP_O2;
+    else if (word == "OD") p.options.level = MIXP_AMP_OD;
+    else if (word == "bf16" || word == "bfloat16") p.options.dtype = MIXP_BF16;
+    else if (word == "f16" || word == "fp16" || word == "float16") p.options.dtype = MIXP_F16;
+    else {
+      const size_t eq = word.find('=');
+      const std::string key = word.substr(0, eq), value = eq == std::string::npos ? "" : word.substr(eq + 1);
+      if (eq == std::string::npos || value.empty())
+        fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": unknown word '", word,
+             "' (expected O0/O1/O2/OD, bf16/f16, or white=, black=, promote=, cache=, enabled=)");
+      if (key == "white" || key == "black") {
+        const int k = key == "white" ? 0 : 1;
+        for (const std::string &name : split(value, ','))
+          if (name.empty()) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": empty op name in '", word, "'");
+          else p.names[k].push_back(name);
+      } else if (key == "promote") {
+        p.options.use_promote = flag(word, value, fn);
+      } else if (key == "cache") {
+        p.options.cache_enabled = flag(word, value, fn);
+      } else if (key == "enabled") {
+        p.options.enabled = flag(word, value, fn);
+      } else {
+        fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": unknown key '", key, "' in '", word,
+             "' (expected white, black, promote, cache or enabled)");
+      }
+    }
+  }
+  for (int k = 0; k < 2; ++k)
+    for (const std::string &n : p.names[k]) p.lists[k].push_back(n.c_str());
+  p.options.custom_white_list = p.lists[0].data();
+  p.options.n_custom_white = int(p.lists[0].size());
+  p.options.custom_black_list = p.lists[1].data();
+  p.options.n_custom_black = int(p.lists[1].size());
+  return p;
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -26,6 +109,16 @@ mixp_status mixp_autocast_push(mixp_session *session, const mixp_autocast_option
     const mixp_autocast_options o = read_options(options, mixp_autocast_options_init, fn,
                                                  "mixp_autocast_options_init");
     autocast::push(s, o, fn);
+  });
+}
+
+mixp_status mixp_autocast_push_policy(mixp_session *session, const char *policy) {
+  const char *fn = "mixp_autocast_push_policy";
+  return guard(fn, [&] {
+    Session *s = check_session(session, fn);
+    if (!policy) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": policy is NULL");
+    ParsedPolicy p = parse_policy(policy, fn);
+    autocast::push(s, p.options, fn);
   });
 }
 

@@ -25,9 +25,14 @@ Decision decide(const State &st, OpId op) noexcept {
   if (custom == 2 || (custom == 0 && info.category == CastCategory::Fp32)) {
     d.cast = MIXP_CAST_FP32;
     d.dtype = MIXP_F32;
-  } else if (custom == 1 || info.category == CastCategory::Lower || st.level == MIXP_AMP_O2) {
+  } else if (custom == 1 || info.category == CastCategory::Lower) {
     d.cast = MIXP_CAST_LOWER;
     d.dtype = st.dtype;
+  } else if (st.level == MIXP_AMP_O2) {
+    // Paddle's use_promote: an F32 input keeps the op in fp32 (inputs meet
+    // at the widest type); without it O2 casts every input down.
+    d.cast = st.use_promote ? MIXP_CAST_PROMOTE : MIXP_CAST_LOWER;
+    d.dtype = st.use_promote ? MIXP_F32 : st.dtype;
   } else if (st.level == MIXP_AMP_OD) {  // off the low-precision list: fp32
     d.cast = MIXP_CAST_FP32;
     d.dtype = MIXP_F32;
@@ -44,6 +49,11 @@ std::optional<DType> cast_target(const Session *s, OpId op, const std::vector<DT
   switch (d.cast) {
     case MIXP_CAST_NONE: return std::nullopt;
     case MIXP_CAST_PROMOTE:
+      if (st->level == MIXP_AMP_O2) {  // use_promote: fp32 if any input is, else the region's dtype
+        for (DType t : dtypes)
+          if (t == MIXP_F32) return MIXP_F32;
+        return st->dtype;
+      }
       // The widest float input wins: mixed inputs (the only ones left to
       // reconcile, F64 being ineligible) meet in fp32.
       for (DType t : dtypes)
@@ -109,6 +119,7 @@ void push(Session *s, const mixp_autocast_options &o, const char *fn) {
   st.level = o.level;
   st.dtype = o.dtype;
   st.cache = o.cache_enabled != 0;
+  st.use_promote = o.use_promote != 0;
   st.custom.assign(size_t(kOpCount), 0);
   mark_list(st, o.custom_white_list, o.n_custom_white, 1, fn, "custom_white_list");
   mark_list(st, o.custom_black_list, o.n_custom_black, 2, fn, "custom_black_list");

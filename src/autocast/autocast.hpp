@@ -20,6 +20,7 @@ struct State {
   DType dtype = MIXP_BF16;
   mixp_amp_level level = MIXP_AMP_O0;
   bool cache = true;
+  bool use_promote = false;  // O2: ops off the low list promote (Paddle's use_promote)
   // Per public op (index into the op table): 0 = its category, 1 = custom
   // white list, 2 = custom black list.
   std::vector<unsigned char> custom;

@@ -1,8 +1,9 @@
 // Versioned options structs from the C API: each begins with struct_size,
-// which is checked here in one place. Every options struct is still at its
-// first version, so exactly sizeof(T) is accepted; when a field is appended,
-// this is where older (smaller) sizes become readable.
+// which is checked here in one place. A struct accepts its current size and
+// the size of its first version (StructVersions, specialised where a field
+// was appended), whose missing fields read as their defaults.
 #pragma once
+#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -10,11 +11,20 @@
 
 namespace mixp {
 
-// Fails with MIXP_ERR_INVALID_ARGUMENT unless o.struct_size matches T.
-// `arg` names the struct ("options"); `hint` says how to fill it right.
+// The size of a struct's first released version; sizeof(T) for a struct
+// never extended. A specialisation sits beside the code that reads the
+// struct, before its first read_options().
+template <class T>
+struct StructVersions {
+  static constexpr size_t first = sizeof(T);
+};
+
+// Fails with MIXP_ERR_INVALID_ARGUMENT unless o.struct_size is T's size or
+// its first version's. `arg` names the struct ("options"); `hint` says how
+// to fill it right.
 template <class T>
 void check_struct_size(const T &o, const char *fn, const char *arg, const std::string &hint) {
-  if (o.struct_size != sizeof(T))
+  if (o.struct_size != sizeof(T) && o.struct_size != StructVersions<T>::first)
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ", arg, "->struct_size is ", o.struct_size, ", expected ",
          sizeof(T), " (", hint, ")");
 }
@@ -28,7 +38,10 @@ T read_options(const T *o, Fill &&fill, const char *fn, const char *init_name, c
   else fill(v);
   if (!o) return v;
   check_struct_size(*o, fn, arg, str("fill ", arg, " with ", init_name, "()"));
-  return *o;
+  // An older, smaller struct: its prefix over the defaults.
+  std::memcpy(static_cast<void *>(&v), static_cast<const void *>(o), o->struct_size);
+  v.struct_size = sizeof(T);
+  return v;
 }
 
 }  // namespace mixp

@@ -211,9 +211,9 @@ static mixp_dtype expected(const op_entry *op, int active, mixp_amp_level level,
   return in[0];
 }
 
-/* Runs op with inputs of dtypes `in` and checks the output dtype. */
-static void check_op(mixp_session *s, const op_entry *op, int active, mixp_amp_level level,
-                     mixp_dtype low, const mixp_dtype *in) {
+/* Runs op with inputs of dtypes `in` and checks that the output is `want`. */
+static void check_op_gives(mixp_session *s, const op_entry *op, mixp_amp_level level, mixp_dtype low,
+                           const mixp_dtype *in, mixp_dtype want) {
   mixp_tensor *ts[3] = {0};
   for (int i = 0; i < op->nf; ++i) ts[i] = make_input(s, op->name, i, in[i]);
   mixp_tensor *out = NULL;
@@ -224,7 +224,6 @@ static void check_op(mixp_session *s, const op_entry *op, int active, mixp_amp_l
                 mixp_dtype_name(in[op->nf > 2 ? 2 : 0]), mixp_last_error());
     fail();
   }
-  const mixp_dtype want = expected(op, active, level, low, in);
   if (mixp_tensor_dtype(out) != want) {
     print_error("op %s (O%d, region %s, inputs %s/%s/%s): output %s, expected %s\n", op->name,
                 (int)level, mixp_dtype_name(low), mixp_dtype_name(in[0]),
@@ -245,6 +244,12 @@ static void push(mixp_session *s, int enabled, mixp_amp_level level, mixp_dtype 
   o.level = level;
   o.dtype = dt;
   MT_OK(mixp_autocast_push(s, &o));
+}
+
+/* Runs op with inputs of dtypes `in` and checks the output dtype. */
+static void check_op(mixp_session *s, const op_entry *op, int active, mixp_amp_level level,
+                     mixp_dtype low, const mixp_dtype *in) {
+  check_op_gives(s, op, level, low, in, expected(op, active, level, low, in));
 }
 
 /* ---- registry ------------------------------------------------------------------- */
@@ -381,6 +386,95 @@ static void expect_policy(mixp_session *s, const char *name, mixp_cast_policy ca
                 mixp_dtype_name(p.dtype), (int)cast, mixp_dtype_name(dtype));
     fail();
   }
+}
+
+/* O2 with use_promote (Paddle's): an op off the low-precision list runs in
+ * fp32 when any float input is F32, else in the region's dtype (a half
+ * input of the other kind is cast to it); the low list stays low, the fp32
+ * list fp32. Off by default; a 0.2-sized options struct reads it as off. */
+static void test_o2_use_promote(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  for (int l = 0; l < 2; ++l) {
+    const mixp_dtype low = LOWS[l], other = LOWS[1 - l];
+    mixp_autocast_options o;
+    mixp_autocast_options_init(&o);
+    assert_int_equal(o.use_promote, 0);
+    o.level = MIXP_AMP_O2;
+    o.dtype = low;
+    o.use_promote = 1;
+    MT_OK(mixp_autocast_push(s, &o));
+    expect_policy(s, "relu", MIXP_CAST_PROMOTE, MIXP_F32);
+    expect_policy(s, "add", MIXP_CAST_PROMOTE, MIXP_F32);
+    expect_policy(s, "matmul", MIXP_CAST_LOWER, low);
+    expect_policy(s, "softmax", MIXP_CAST_FP32, MIXP_F32);
+    const mixp_dtype mixes[4][3] = {
+        {low, low, low}, {MIXP_F32, low, low}, {low, MIXP_F32, MIXP_F32}, {other, other, other}};
+    for (int i = 0; i < N_OPS; ++i) {
+      const op_entry *op = &OPS[i];
+      if (op->k == K_NEUTRAL) continue;
+      for (int m = 0; m < 4; ++m) {
+        /* batch_norm is decided by its data alone (Paddle's rule for norms):
+         * the fp32 parameters O2 keeps do not hold it in fp32. */
+        const int decided_by = strcmp(op->name, "batch_norm") == 0 ? 1 : op->nf;
+        int any_f32 = 0;
+        for (int k = 0; k < decided_by; ++k) any_f32 |= mixes[m][k] == MIXP_F32;
+        mixp_dtype want = op->k == K_LOWER ? low : op->k == K_FP32 || any_f32 ? MIXP_F32 : low;
+        check_op_gives(s, op, MIXP_AMP_O2, low, mixes[m], want);
+      }
+    }
+    MT_OK(mixp_autocast_pop(s));
+  }
+  /* A struct of 0.2's size (without use_promote) is accepted: promote off. */
+  mixp_autocast_options o;
+  mixp_autocast_options_init(&o);
+  o.level = MIXP_AMP_O2;
+  o.use_promote = 1; /* beyond struct_size: not read */
+  o.struct_size = (uint32_t)offsetof(mixp_autocast_options, use_promote);
+  MT_OK(mixp_autocast_push(s, &o));
+  expect_policy(s, "relu", MIXP_CAST_LOWER, MIXP_BF16);
+  MT_OK(mixp_autocast_pop(s));
+  o.struct_size = (uint32_t)offsetof(mixp_autocast_options, use_promote) - 4;
+  MT_FAILS(mixp_autocast_push(s, &o), MIXP_ERR_INVALID_ARGUMENT, "struct_size");
+  mixp_session_destroy(s);
+}
+
+/* One line of text opens the same region as the options struct. */
+static void test_push_policy_string(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  MT_OK(mixp_autocast_push_policy(s, "O2 bf16 black=softmax,layer_norm promote=1"));
+  expect_policy(s, "softmax", MIXP_CAST_FP32, MIXP_F32);
+  expect_policy(s, "layer_norm", MIXP_CAST_FP32, MIXP_F32);
+  expect_policy(s, "relu", MIXP_CAST_PROMOTE, MIXP_F32);
+  expect_policy(s, "matmul", MIXP_CAST_LOWER, MIXP_BF16);
+  MT_OK(mixp_autocast_pop(s));
+  MT_OK(mixp_autocast_push_policy(s, "")); /* the defaults: O1 bf16 */
+  expect_policy(s, "relu", MIXP_CAST_NONE, MIXP_F32);
+  expect_policy(s, "matmul", MIXP_CAST_LOWER, MIXP_BF16);
+  MT_OK(mixp_autocast_pop(s));
+  MT_OK(mixp_autocast_push_policy(s, "  fp16\tOD  white=relu,add cache=0 "));
+  expect_policy(s, "relu", MIXP_CAST_LOWER, MIXP_F16);
+  expect_policy(s, "add", MIXP_CAST_LOWER, MIXP_F16);
+  expect_policy(s, "sub", MIXP_CAST_FP32, MIXP_F32);
+  MT_OK(mixp_autocast_pop(s));
+  MT_OK(mixp_autocast_push_policy(s, "O2 enabled=0"));
+  expect_policy(s, "matmul", MIXP_CAST_NONE, MIXP_F32);
+  MT_OK(mixp_autocast_pop(s));
+  /* Misuse: each names the word, and no region is left open. */
+  const struct {
+    const char *text, *needle;
+  } bad[] = {{"O3", "'O3'"},          {"bf16 white=", "'white='"},
+             {"promote=2", "0 or 1"}, {"colour=1", "unknown key 'colour'"},
+             {"white=relu,,add", "empty op name"}, {"white=no_such_op", "no_such_op"},
+             {"white=exp black=exp", "both"},      {"O1 f32", "'f32'"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    MT_FAILS(mixp_autocast_push_policy(s, bad[i].text), MIXP_ERR_INVALID_ARGUMENT, bad[i].needle);
+    MT_FAILS(mixp_autocast_pop(s), MIXP_ERR_STATE, "no autocast region");
+  }
+  MT_FAILS(mixp_autocast_push_policy(s, NULL), MIXP_ERR_INVALID_ARGUMENT, "policy is NULL");
+  MT_FAILS(mixp_autocast_push_policy(NULL, "O1"), MIXP_ERR_INVALID_ARGUMENT, "session");
+  mixp_session_destroy(s);
 }
 
 static void test_policy_every_op_and_level(void **state) {
@@ -1081,6 +1175,8 @@ int main(void) {
       cmocka_unit_test(test_every_op_without_region),
       cmocka_unit_test(test_every_op_uniform_inputs),
       cmocka_unit_test(test_every_op_mixed_inputs),
+      cmocka_unit_test(test_o2_use_promote),
+      cmocka_unit_test(test_push_policy_string),
       cmocka_unit_test(test_f64_never_cast),
       cmocka_unit_test(test_policy_every_op_and_level),
       cmocka_unit_test(test_policy_misuse),

@@ -29,11 +29,12 @@ class autocast:
     decorator. ``custom_white_list``/``custom_black_list`` force op names to
     low precision / float32 (Paddle's names). ``level="OD"`` (Paddle's) runs
     only the low-precision list (GEMM-like ops) in ``dtype``, every other
-    op in float32.
+    op in float32. ``use_promote=True`` (O2, Paddle's use_promote) keeps an
+    op off the low-precision list in float32 when any input is float32.
     """
 
     def __init__(self, dtype=bfloat16, level="O1", enabled=True, cache_enabled=True,
-                 custom_white_list=None, custom_black_list=None, session=None):
+                 custom_white_list=None, custom_black_list=None, session=None, use_promote=False):
         self.dtype = as_dtype(dtype)
         self.level = level
         self.enabled = bool(enabled)
@@ -41,6 +42,7 @@ class autocast:
         self.custom_white_list = list(custom_white_list or [])
         self.custom_black_list = list(custom_black_list or [])
         self._session = session
+        self.use_promote = bool(use_promote)
 
     def __enter__(self):
         o = capi.mixp_autocast_options()
@@ -48,6 +50,7 @@ class autocast:
         o.dtype = int(self.dtype)
         o.level = _LEVELS.get(self.level, self.level)
         o.cache_enabled = int(self.cache_enabled)
+        o.use_promote = int(self.use_promote)
         session = self._session or default_session()
         capi.mixp_swig_autocast_push(session._h, o, self.custom_white_list, self.custom_black_list)
         self._entered_session = session
@@ -61,9 +64,33 @@ class autocast:
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with autocast(self.dtype, self.level, self.enabled, self.cache_enabled,
-                          self.custom_white_list, self.custom_black_list, self._session):
+                          self.custom_white_list, self.custom_black_list, self._session,
+                          self.use_promote):
                 return fn(*args, **kwargs)
         return wrapper
+
+
+class autocast_policy:
+    """``with mixp.amp.autocast_policy("O2 bf16 black=softmax promote=1"): ...``
+
+    The region one line of text describes (``mixp_autocast_push_policy``):
+    a level (O0/O1/O2/OD), a dtype (bf16/f16) and ``white=``, ``black=``,
+    ``promote=``, ``cache=``, ``enabled=`` words, for configuration kept as text.
+    """
+
+    def __init__(self, policy, session=None):
+        self.policy = str(policy)
+        self._session = session
+
+    def __enter__(self):
+        session = self._session or default_session()
+        capi.mixp_autocast_push_policy(session._h, self.policy)
+        self._entered_session = session
+        return self
+
+    def __exit__(self, *exc):
+        capi.mixp_autocast_pop(self._entered_session._h)
+        return False
 
 
 def policy(op_name, session=None):

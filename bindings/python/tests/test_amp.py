@@ -53,6 +53,31 @@ def test_autocast_level_od_runs_only_the_low_list_in_half():
         assert amp.policy("relu", s) == ("fp32", mixp.float32)
     with amp.autocast(dtype=mixp.bfloat16, level="O2", session=s):
         assert mixp.functional.relu(x @ x).dtype is mixp.bfloat16
+        assert mixp.functional.relu(x).dtype is mixp.bfloat16
+
+
+def test_autocast_o2_use_promote_keeps_fp32_inputs_in_fp32():
+    s = mixp.Session()
+    x = mixp.ones(2, 2, session=s)
+    with amp.autocast(dtype=mixp.bfloat16, level="O2", use_promote=True, session=s):
+        h = x @ x
+        assert h.dtype is mixp.bfloat16               # the low list stays low
+        assert mixp.functional.relu(x).dtype is mixp.float32
+        assert mixp.functional.relu(h).dtype is mixp.bfloat16
+        assert (h + x).dtype is mixp.float32
+        assert amp.policy("relu", s)[0] == "promote"
+
+
+def test_autocast_policy_line():
+    s = mixp.Session()
+    x = mixp.ones(2, 2, session=s)
+    with amp.autocast_policy("OD f16 white=relu", session=s):
+        assert mixp.functional.relu(x).dtype is mixp.float16
+        assert (x + x).dtype is mixp.float32
+    with pytest.raises(mixp.InvalidArgumentError, match="colour"):
+        with amp.autocast_policy("O2 colour=1", session=s):
+            pass
+    assert amp.policy("matmul", s)[0] == "none"
 
 
 def test_autocast_custom_lists():

@@ -110,6 +110,14 @@ public final class Session extends NativeHandle {
     return new Autocast(this, level, dtype, null, null);
   }
 
+  /**
+   * Opens the autocast region a policy line describes, e.g. {@code "O2 bf16 black=softmax
+   * promote=1"} (see mixp_autocast_push_policy).
+   */
+  public Autocast autocast(String policy) {
+    return new Autocast(this, policy);
+  }
+
   /** @return bytes of tensor memory held now */
   public long currentMemory() {
     return memory(false);

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.AfterEach;
@@ -157,6 +158,17 @@ class TensorTest {
         assertEquals(DType.F16, m.dtype()); // OD: only the low-precision list runs in half
         assertEquals(DType.F32, r.dtype());
       }
+      try (Autocast ac = new Autocast(s, AmpLevel.O2, DType.F16, null, null, true);
+           Tensor r = a.relu()) {
+        assertEquals(DType.F32, r.dtype()); // O2 use_promote: an F32 input keeps it in fp32
+      }
+      try (Autocast ac = s.autocast("OD f16 white=relu");
+           Tensor r = a.relu();
+           Tensor q = a.matmul(b)) {
+        assertEquals(DType.F16, r.dtype()); // white-listed by the policy line
+        assertEquals(DType.F16, q.dtype());
+      }
+      assertThrows(InvalidArgumentException.class, () -> s.autocast("O3"));
     }
   }
 
