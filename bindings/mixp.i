@@ -50,6 +50,8 @@
 #endif
 
 %{
+#include <vector>
+
 #include "mixp/mixp.h"
 
 /* The status check of the %exception block: only a mixp_status result can
@@ -167,6 +169,8 @@ MIXP_OPTIONS(mixp_state_spec, mixp_state_spec_init)
 %ignore mixp_autocast_options::n_custom_white;
 %ignore mixp_autocast_options::custom_black_list;
 %ignore mixp_autocast_options::n_custom_black;
+/* An int array out: hosts go through mixp_swig_optimizer_nonfinite_grad(). */
+%ignore mixp_optimizer_nonfinite_grads;
 /* The training-state spec holds arrays of handles and strings: hosts go
  * through mixp_swig_state_save/load below (one of each object kind). */
 %ignore mixp_state_spec::modules;
@@ -271,6 +275,23 @@ mixp_status mixp_swig_autocast_push(mixp_session *session, const mixp_autocast_o
   o.custom_black_list = black;
   o.n_custom_black = n_black;
   return mixp_autocast_push(session, &o);
+}
+
+/** The k-th (from 0) parameter of @p optimizer that holds a non-finite
+ *  gradient, as mixp_optimizer_nonfinite_grads() lists them, in
+ *  @p param_index; -1 past the last. Hosts call it for k = 0, 1, ... until -1
+ *  (each call scans the gradients: a path for skipped steps only).
+ *  @param optimizer The optimizer.
+ *  @param k Which one, >= 0.
+ *  @param[out] param_index Its index, or -1.
+ *  @return As mixp_optimizer_nonfinite_grads(). */
+mixp_status mixp_swig_optimizer_nonfinite_grad(const mixp_optimizer *optimizer, int k, int *param_index) {
+  *param_index = -1;
+  std::vector<int> found(k < 0 ? 1 : size_t(k) + 1);
+  int count = 0;
+  const mixp_status st = mixp_optimizer_nonfinite_grads(optimizer, found.data(), int(found.size()), &count);
+  if (st == MIXP_OK && k >= 0 && k < count) *param_index = found[size_t(k)];
+  return st;
 }
 
 /** Saves a training state like mixp_state_save() listing @p module,

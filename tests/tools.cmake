@@ -152,6 +152,15 @@ add_test(NAME mixp_train_label_smoothing
           $<TARGET_FILE:mixp-train>)
 set_tests_properties(mixp_train_label_smoothing PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR} TIMEOUT 120)
 
+# --explain-overflow names the parameters whose gradients overflowed on a
+# skipped step: an f16 scale of 2^40 overflows every gradient of the MLP
+# (a hidden layer, so 4 parameters), and the scaler skips the step.
+add_test(NAME mixp_train_explain_overflow
+  COMMAND mixp-train --data synthetic --epochs 1 --limit-train 512 --limit-test 100 --hidden 32
+          --amp O2 --amp-dtype f16 --init-scale 1099511627776 --explain-overflow)
+set_tests_properties(mixp_train_explain_overflow PROPERTIES TIMEOUT 120
+  PASS_REGULAR_EXPRESSION "step 1: overflow, step skipped; non-finite gradients in 4 parameters: 1\\.weight 1\\.bias 3\\.weight 3\\.bias\n")
+
 # --op-stats prints which op ran in which dtype during the first step: under
 # O1 bf16 the MLP's two linears and relu ran in bf16, the loss in fp32, and
 # their backward passes are counted apart.

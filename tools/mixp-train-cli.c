@@ -65,6 +65,8 @@ void usage(FILE *f) {
           "  --clip-norm X           clip gradients to global norm X after unscaling (default off)\n"
           "  --label-smoothing X     cross-entropy label smoothing in [0, 1] (PyTorch's; default 0)\n"
           "  --op-stats              print which op ran in which dtype during the first step\n"
+          "  --explain-overflow      on a step the loss scaler skips, print the parameters whose\n"
+          "                          gradients were non-finite (scans them: that step waits)\n"
           "  --accum-steps N         accumulate gradients over N batches per optimizer step (default 1)\n"
           "  --check-numerics M      off (default), warn or error: report the first op with NaN/Inf\n"
           "  --compare               run O0, O1 and O2 with the same seed and print one table\n"
@@ -234,6 +236,7 @@ static const flag kFlags[] = {
     {"--clip-norm", REAL, AT(clip_norm), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--label-smoothing", REAL, AT(label_smoothing), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--op-stats", SWITCH, AT(op_stats), 0, 0, NULL, NULL, NULL, 0, 0},
+    {"--explain-overflow", SWITCH, AT(explain_overflow), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--accum-steps", INT, AT(accum_steps), 1, 1 << 20, NULL, NULL, NULL, 0, 0},
     {"--check-numerics", CHOICE, AT(check_numerics), 0, 0, "off,warn,error", kNumerics, NULL, 0, 0},
     {"--compare", SWITCH, AT(compare), 0, 0, NULL, NULL, NULL, 0, 0},

@@ -22,6 +22,18 @@ double now_s(void) {
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* The parameters whose gradients held NaN/Inf on a skipped step, by name
+ * (the optimizer's parameters are the model's, in its order). */
+static void explain_overflow(const trainer *t, int64_t step) {
+  int idx[64], n = 0;
+  CHECK(mixp_optimizer_nonfinite_grads(t->opt, idx, 64, &n));
+  printf("step %lld: overflow, step skipped; non-finite gradients in %d parameter%s:", (long long)step, n,
+         n == 1 ? "" : "s");
+  for (int k = 0; k < n && k < 64; ++k) printf(" %s", mixp_module_parameter_name(t->m->zoo, idx[k]));
+  printf(n > 64 ? " ...\n" : "\n");
+  fflush(stdout);
+}
+
 double current_scale(const mixp_grad_scaler *sc) {
   double v = 1.0;
   CHECK(mixp_grad_scaler_get_scale(sc, &v));
@@ -74,6 +86,7 @@ static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y)
     int found_inf = 0;
     CHECK(mixp_grad_scaler_found_inf(t->scaler, &found_inf));
     p->skipped += found_inf != 0;
+    if (found_inf && a->explain_overflow) explain_overflow(t, p->steps + 1);
   }
   if (count_ops) {
     CHECK(mixp_session_op_stats_stop(t->s));

@@ -55,6 +55,7 @@ typedef struct args {
   double clip_norm;             /* --clip-norm (0: off) */
   double label_smoothing;       /* --label-smoothing, in [0, 1] (0: off) */
   int op_stats;                 /* --op-stats: the first step's op table */
+  int explain_overflow;         /* --explain-overflow: name the non-finite gradients of a skipped step */
   int accum_steps;              /* --accum-steps (default 1) */
   mixp_numerics_mode check_numerics; /* --check-numerics off|warn|error */
   int compare;                  /* --compare: O0, O1 and O2 in one table */

@@ -194,6 +194,27 @@ func TestAutograd(t *testing.T) {
 	mixp.CloseAll(w, sq, loss, g, d)
 }
 
+func TestNonfiniteGrads(t *testing.T) {
+	s := newSession(t)
+	a := ok(mixp.FromFloat32(s, []float32{1, 2}, 2))(t)
+	b := ok(mixp.FromFloat32(s, []float32{3}, 1))(t)
+	noErr(t, a.SetRequiresGrad(true))
+	noErr(t, b.SetRequiresGrad(true))
+	opt := ok(mixp.NewOptimizer(s, []*mixp.Tensor{a, b}, mixp.DefaultOptimizerOptions(mixp.SGD)))(t)
+	x := ok(mixp.FromFloat32(s, []float32{float32(math.Inf(1)), 1}, 2))(t)
+	ax := ok(a.Mul(x))(t)
+	loss := ok(ax.Sum(false))(t)
+	bs := ok(b.Sum(false))(t)
+	both := ok(loss.Add(bs))(t)
+	noErr(t, both.Backward())
+	found := ok(opt.NonfiniteGrads())(t)
+	if len(found) != 1 || found[0] != 0 {
+		t.Fatalf("NonfiniteGrads = %v, want [0]", found)
+	}
+	mixp.CloseAll(a, b, x, ax, loss, bs, both)
+	noErr(t, opt.Close())
+}
+
 func TestAutocast(t *testing.T) {
 	s := newSession(t)
 	a := ok(mixp.Randn(s, mixp.F32, 4, 8))(t)

@@ -139,6 +139,25 @@ func (o *Optimizer) SetLR(lr float64) error {
 	return o.call(func(p uintptr) raw.Status { return raw.Mixp_optimizer_set_lr(p, lr) })
 }
 
+// NonfiniteGrads lists the parameters (indices in the order given to
+// NewOptimizer) whose gradient holds NaN or Inf now: what overflowed on a
+// step the scaler skipped. It scans the gradients (waits for the device).
+func (o *Optimizer) NonfiniteGrads() ([]int, error) {
+	var found []int
+	for {
+		var i int32
+		err := check(raw.Mixp_swig_optimizer_nonfinite_grad(o.p(), len(found), &i))
+		runtime.KeepAlive(o)
+		if err != nil {
+			return nil, err
+		}
+		if i < 0 {
+			return found, nil
+		}
+		found = append(found, int(i))
+	}
+}
+
 // StepCount is the number of steps taken (skipped AMP steps included).
 func (o *Optimizer) StepCount() int64 {
 	n := raw.Mixp_optimizer_step_count(o.p())

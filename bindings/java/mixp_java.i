@@ -136,7 +136,7 @@ MIXP_JAVA_HANDLE(mixp_loader)
 /* ---- scalar out-parameters: one-element arrays ------------------------------ */
 %include <typemaps.i>
 %apply double *OUTPUT { double *value, double *lr, double *scale };
-%apply int *OUTPUT { int *found_inf, int *size, int *ndim };
+%apply int *OUTPUT { int *found_inf, int *size, int *ndim, int *param_index };
 %apply long long *OUTPUT { int64_t *growth_tracker, int64_t *step, int64_t *count };
 %typemap(jni) size_t *size, size_t *written "jlongArray"
 %typemap(jtype) size_t *size, size_t *written "long[]"

@@ -2015,6 +2015,25 @@ MIXP_API mixp_status mixp_optimizer_set_lr(mixp_optimizer *optimizer, double lr)
 MIXP_API int64_t mixp_optimizer_step_count(const mixp_optimizer *optimizer);
 
 /**
+ * Which parameters hold a non-finite gradient now: to say what overflowed on
+ * a step the scaler skipped (mixp_grad_scaler_found_inf() is 1), before the
+ * next zero_grad. Scans every gradient for NaN/Inf (Paddle #37021's
+ * question), so it waits for the device: call it on a skipped step, not on
+ * every step.
+ * @param optimizer The optimizer.
+ * @param[out] indices Receives the first min(*count, capacity) indices, in
+ *        the order of mixp_optimizer_create()'s parameters (ascending); may be
+ *        NULL when capacity is 0.
+ * @param capacity Room in @p indices, >= 0.
+ * @param[out] count Receives how many parameters hold one (may exceed
+ *        capacity).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a NULL handle or @p count, a
+ *         negative capacity, or NULL @p indices with capacity > 0.
+ */
+MIXP_API mixp_status mixp_optimizer_nonfinite_grads(const mixp_optimizer *optimizer, int *indices,
+                                                    int capacity, int *count);
+
+/**
  * The learning rate a schedule gives at a step, without an optimizer (for
  * plots and tests). Uses options->lr, schedule, warmup_steps, total_steps and
  * min_lr.

@@ -1,6 +1,7 @@
 // C shims of the optim group: optimizers, learning-rate schedules and gradient
 // clipping (optim/).
 #include <cmath>
+#include <vector>
 
 #include "api/api_common.hpp"
 #include "optim/clip.hpp"
@@ -79,6 +80,21 @@ int64_t mixp_optimizer_step_count(const mixp_optimizer *optimizer) {
   static const char *fn = "mixp_optimizer_step_count";
   return guard_value(fn, int64_t(-1),
                      [&] { return check_optimizer(optimizer, fn)->step_count; });
+}
+
+mixp_status mixp_optimizer_nonfinite_grads(const mixp_optimizer *optimizer, int *indices, int capacity,
+                                           int *count) {
+  static const char *fn = "mixp_optimizer_nonfinite_grads";
+  return guard(fn, [&] {
+    const Optimizer *o = check_optimizer(optimizer, fn);
+    check_out(count, fn, "count");
+    if (capacity < 0) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": capacity = ", capacity, " is negative");
+    if (capacity > 0 && !indices)
+      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": indices is NULL with capacity ", capacity);
+    const std::vector<int> found = o->nonfinite_grads();
+    for (size_t i = 0; i < found.size() && i < size_t(capacity); ++i) indices[i] = found[i];
+    *count = int(found.size());
+  });
 }
 
 mixp_status mixp_lr_schedule_value(const mixp_optimizer_options *options, int64_t step,

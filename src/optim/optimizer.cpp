@@ -195,6 +195,18 @@ void mixp_optimizer::step(const char *fn) {
   ++step_count;
 }
 
+std::vector<int> mixp_optimizer::nonfinite_grads() const {
+  std::vector<int> found;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const mixp::Tensor &p = *slots[i].param;
+    if (!p.grad || p.grad->numel() == 0) continue;
+    int64_t nans = 0, infs = 0;
+    mixp::backend_of(*p.grad).count_nonfinite(mixp::view_of(*p.grad), &nans, &infs);
+    if (nans + infs > 0) found.push_back(int(i));
+  }
+  return found;
+}
+
 void mixp_optimizer::zero_grad() noexcept {
   for (Slot &slot : slots) slot.param->grad.reset();
 }

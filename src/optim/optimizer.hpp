@@ -80,6 +80,9 @@ struct mixp_optimizer {
   void zero_grad() noexcept;
   // True once any parameter has state (a step has seen its gradient).
   bool has_state() const noexcept;
+  // The indices of the parameters whose gradient holds NaN or Inf (waits
+  // for the device).
+  std::vector<int> nonfinite_grads() const;
   // The gradients of the parameters that have one, made contiguous (in
   // place, replacing a strided .grad by a contiguous copy) so that the
   // multi-tensor kernels can run over them.

@@ -726,6 +726,53 @@ static void test_create_misuse(void **state) {
   mixp_session_destroy(s);
 }
 
+/* Which parameters hold a NaN or Inf gradient (to name what overflowed):
+ * every float dtype, parameters without a gradient skipped, a short buffer,
+ * and misuse. */
+static void test_nonfinite_grads(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  const double v[3] = {1, 2, 3};
+  const mixp_dtype dts[5] = {MIXP_F32, MIXP_F16, MIXP_BF16, MIXP_F64, MIXP_F32};
+  mixp_tensor *params[5];
+  for (int i = 0; i < 5; ++i) params[i] = make_param(s, dts[i], v, 3);
+  mixp_optimizer_options o;
+  mixp_optimizer_options_init(&o, MIXP_OPTIM_SGD);
+  mixp_optimizer *opt = make_opt(s, params, 5, &o);
+  int idx[5] = {-1, -1, -1, -1, -1}, count = -1;
+  MT_OK(mixp_optimizer_nonfinite_grads(opt, idx, 5, &count));
+  assert_int_equal(count, 0); /* no gradients yet */
+  const double fine[3] = {0.5, -1, 2}, nan_g[3] = {0, NAN, 1}, inf_g[3] = {-INFINITY, 0, 0};
+  set_grad(params[0], fine);
+  set_grad(params[1], inf_g);  /* f16 */
+  set_grad(params[2], fine);
+  set_grad(params[3], nan_g);  /* f64 */
+  /* params[4] has no gradient */
+  MT_OK(mixp_optimizer_nonfinite_grads(opt, idx, 5, &count));
+  assert_int_equal(count, 2);
+  assert_int_equal(idx[0], 1);
+  assert_int_equal(idx[1], 3);
+  idx[0] = -1;
+  MT_OK(mixp_optimizer_nonfinite_grads(opt, idx, 1, &count)); /* room for one: the count is still 2 */
+  assert_int_equal(count, 2);
+  assert_int_equal(idx[0], 1);
+  MT_OK(mixp_optimizer_nonfinite_grads(opt, NULL, 0, &count));
+  assert_int_equal(count, 2);
+  MT_OK(mixp_optimizer_zero_grad(opt));
+  MT_OK(mixp_optimizer_nonfinite_grads(opt, idx, 5, &count));
+  assert_int_equal(count, 0);
+  MT_FAILS(mixp_optimizer_nonfinite_grads(NULL, idx, 5, &count), MIXP_ERR_INVALID_ARGUMENT, "optimizer");
+  MT_FAILS(mixp_optimizer_nonfinite_grads(opt, idx, 5, NULL), MIXP_ERR_INVALID_ARGUMENT, "count");
+  MT_FAILS(mixp_optimizer_nonfinite_grads(opt, idx, -1, &count), MIXP_ERR_INVALID_ARGUMENT, "capacity");
+  /* An absurd capacity is only room: at most count entries are written. */
+  MT_OK(mixp_optimizer_nonfinite_grads(opt, idx, INT32_MAX, &count));
+  assert_int_equal(count, 0);
+  MT_FAILS(mixp_optimizer_nonfinite_grads(opt, NULL, 2, &count), MIXP_ERR_INVALID_ARGUMENT, "indices is NULL");
+  mixp_optimizer_destroy(opt);
+  for (int i = 0; i < 5; ++i) mixp_tensor_release(params[i]);
+  mixp_session_destroy(s);
+}
+
 static void test_handle_misuse(void **state) {
   (void)state;
   mixp_session *s = mt_session();
@@ -802,6 +849,7 @@ int main(void) {
       cmocka_unit_test(test_optimizer_lr_and_step_count),
       cmocka_unit_test(test_options_init_defaults),
       cmocka_unit_test(test_create_misuse),
+      cmocka_unit_test(test_nonfinite_grads),
       cmocka_unit_test(test_handle_misuse),
       cmocka_unit_test(test_schedule_misuse),
   };

@@ -61,6 +61,17 @@ class Optimizer(Handle):
     def step_count(self):
         return capi.mixp_optimizer_step_count(self._h)
 
+    def nonfinite_grads(self):
+        """Indices (into the parameters given at construction) of those whose
+        gradient holds NaN or Inf now: what overflowed on a skipped step.
+        Scans the gradients (waits for the device)."""
+        found = []
+        while True:
+            i = capi.mixp_swig_optimizer_nonfinite_grad(self._h, len(found))
+            if i < 0:
+                return found
+            found.append(i)
+
 
 class SGD(Optimizer):
     __slots__ = ()

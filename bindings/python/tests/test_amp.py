@@ -80,6 +80,17 @@ def test_autocast_policy_line():
     assert amp.policy("matmul", s)[0] == "none"
 
 
+def test_optimizer_names_the_parameters_that_overflowed():
+    s = mixp.Session()
+    a = mixp.tensor([1.0, 2.0], requires_grad=True, session=s)
+    b = mixp.tensor([3.0], requires_grad=True, session=s)
+    opt = mixp.optim.SGD([a, b], lr=0.1)
+    assert opt.nonfinite_grads() == []
+    x = mixp.tensor([float("inf"), 1.0], session=s)
+    ((a * x).sum() + b.sum()).backward()
+    assert opt.nonfinite_grads() == [0]
+
+
 def test_autocast_custom_lists():
     s = mixp.Session()
     with amp.autocast(session=s, custom_black_list=["matmul"]):

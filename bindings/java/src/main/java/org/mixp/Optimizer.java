@@ -77,6 +77,27 @@ public final class Optimizer extends NativeHandle {
   }
 
   /** @return the steps taken, skipped AMP steps included */
+  /**
+   * The parameters (indices in the order given at construction) whose gradient holds NaN or Inf
+   * now: what overflowed on a step the scaler skipped. Scans the gradients (waits for the device).
+   */
+  public int[] nonfiniteGrads() {
+    java.util.ArrayList<Integer> found = new java.util.ArrayList<>();
+    try {
+      while (true) {
+        int[] i = new int[1];
+        mixp.mixp_swig_optimizer_nonfinite_grad(ptr(), found.size(), i);
+        if (i[0] < 0) {
+          break;
+        }
+        found.add(i[0]);
+      }
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+    return found.stream().mapToInt(Integer::intValue).toArray();
+  }
+
   public long stepCount() {
     try {
       return mixp.mixp_optimizer_step_count(ptr());

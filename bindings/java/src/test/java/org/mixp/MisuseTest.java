@@ -1,5 +1,6 @@
 package org.mixp;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -102,6 +103,24 @@ class MisuseTest {
       } finally {
         Mixp.closeAll(params);
       }
+    }
+  }
+
+  @Test
+  void optimizerNamesWhatOverflowed() {
+    try (Session s = new Session(1);
+         Tensor a = Tensor.fromFloats(s, new float[] {1, 2}, 2).requiresGrad(true);
+         Tensor b = Tensor.fromFloats(s, new float[] {3}, 1).requiresGrad(true);
+         Tensor x = Tensor.fromFloats(s, new float[] {Float.POSITIVE_INFINITY, 1}, 2);
+         Optimizer opt = Optimizer.adamW(s, new Tensor[] {a, b})) {
+      assertArrayEquals(new int[0], opt.nonfiniteGrads());
+      try (Tensor ax = a.mul(x);
+           Tensor l = ax.sum(false);
+           Tensor bs = b.sum(false);
+           Tensor t = l.add(bs)) {
+        t.backward();
+      }
+      assertArrayEquals(new int[] {0}, opt.nonfiniteGrads());
     }
   }
 
