@@ -256,16 +256,10 @@ void check_stats(const char *kernel, const View &data, const View &stat) {
          int(stat.dtype));
 }
 
-// batch_norm's weight and bias are stat Views, its gw and gb F64 (backend.hpp).
 void check_bn_params(const char *kernel, const View &stat, std::initializer_list<const View *> params,
                      std::initializer_list<const View *> grads = {}) {
-  for (const View *p : params)
-    if (p && p->dtype != stat.dtype)
-      fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": parameter dtype ", int(p->dtype), " with statistics dtype ",
-           int(stat.dtype));
-  for (const View *g : grads)
-    if (g && g->dtype != MIXP_F64)
-      fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": parameter gradient dtype ", int(g->dtype), ", not F64");
+  if (!batch_norm_params_ok(stat, params, grads))
+    fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": weight/bias not in the statistics' dtype or gw/gb not F64");
 }
 
 template <class T> const T *opt(const View *v) { return v ? static_cast<const T *>(v->data) : nullptr; }

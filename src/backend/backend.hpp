@@ -16,6 +16,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 #include "backend/loss_scale_rule.hpp"
 #include "backend/optimizer_args.hpp"
@@ -105,6 +106,18 @@ struct Pool2dGeom {
   bool count_include_pad = true;  // Avg: divide by the window size including padding
   bool nhwc = false;
 };
+
+// batch_norm's parameter contract (Backend::batch_norm_forward): weight and
+// bias are in the statistics' dtype, their gradients F64. Checked by every
+// backend, which names itself in the error.
+inline bool batch_norm_params_ok(const View &stat, std::initializer_list<const View *> params,
+                                 std::initializer_list<const View *> grads) noexcept {
+  for (const View *p : params)
+    if (p && p->dtype != stat.dtype) return false;
+  for (const View *g : grads)
+    if (g && g->dtype != MIXP_F64) return false;
+  return true;
+}
 
 // ---- normalisation geometry (norm helper) -----------------------------------
 // group_norm and layer_norm: x is contiguous [n, c, s]; statistics are taken
