@@ -8,7 +8,7 @@
 
 #include "mixp/mixp.h"
 
-/* Level OD and beyond are real levels; kO2Promote stands for O2 with use_promote. */
+/* A column that is not a level of its own: O2 with use_promote. */
 enum { kO2Promote = 100 };
 
 static int policy_of(mixp_session *s, const char *op, int level, mixp_dtype dtype,

@@ -1,6 +1,6 @@
 // Autocast shims: regions, policy queries and the op registry.
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <sstream>
 #include <string>

@@ -31,15 +31,19 @@ void check_eps(const char *fn, double eps) {
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": eps = ", eps, " must be finite and >= 0");
 }
 
+void require_param_shape(const char *fn, const char *arg, const Tensor &p, const Tensor &x, const Shape &shape) {
+  if (shape_of(p) != shape)
+    fail(MIXP_ERR_SHAPE, fn, ": ", arg, " must be ", shape_str(shape), " for x of shape ", shape_str(x), ", got ",
+         shape_str(p));
+}
+
 // weight/bias (and the like) of an op: float, x's dtype, the given shape.
 void check_param(const char *fn, const char *arg, const TensorPtr &p, const Tensor &x,
                  const Shape &shape) {
   if (!p) return;
   require_float(fn, arg, *p);
   require_same_dtype(fn, "x", x, arg, *p);
-  if (shape_of(*p) != shape)
-    fail(MIXP_ERR_SHAPE, fn, ": ", arg, " must be ", shape_str(shape), " for x of shape ",
-         shape_str(x), ", got ", shape_str(*p));
+  require_param_shape(fn, arg, *p, x, shape);
 }
 
 // batch_norm's weight and bias: x's dtype, or any of F32/F16/BF16 beside x
@@ -50,9 +54,7 @@ void check_bn_param(const char *fn, const char *arg, const TensorPtr &p, const T
   if (!p) return;
   require_float(fn, arg, *p);
   if (p->dtype == MIXP_F64 || x.dtype == MIXP_F64) require_same_dtype(fn, "x", x, arg, *p);
-  if (shape_of(*p) != Shape{c})
-    fail(MIXP_ERR_SHAPE, fn, ": ", arg, " must be [", c, "] for x of shape ", shape_str(x), ", got ",
-         shape_str(*p));
+  require_param_shape(fn, arg, *p, x, Shape{c});
 }
 
 // A parameter as the backend reads it: in the statistics' dtype (exact:

@@ -88,8 +88,10 @@ void CpuBackend::dropout_mask(const View &mask, double p, uint64_t seed, uint64_
         for (int k = 0; k < 4; ++k) m[4 * b + k] = (r.v[k] >> 8) >= keep_from ? 1 : 0;
       }
     });
-    for (int64_t i = full; i < hi; ++i)
-      m[i] = double(philox_uniform(seed, offset, uint64_t(i))) >= p ? 1 : 0;
+    if (full < hi) {  // the tensor's last, partial block
+      const Philox4 r = philox4x32_10(offset + uint64_t(full / 4), 0, seed);
+      for (int64_t i = full; i < hi; ++i) m[i] = (r.v[i - full] >> 8) >= keep_from ? 1 : 0;
+    }
   }
 }
 
