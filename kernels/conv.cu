@@ -4,7 +4,10 @@
 // accumulate in fp32 on Tensor Cores; F32 uses plain FMA math (no TF32, so
 // results track the CPU's); F64 in fp64. Among the algorithms the heuristic
 // offers, the first deterministic one that fits is taken, and the choice is
-// cached per geometry, dtype and direction.
+// cached per geometry, dtype and direction. Where cuDNN offers no
+// deterministic backward algorithm (F64 on cuDNN 9: only atomics-based
+// ones), the gradients come from direct kernels below that gather each
+// output element's sum in a fixed order: slow, but reproducible bit for bit.
 //
 // NHWC: cuDNN's NHWC Tensor-Core engines want the filter in KRSC; mixp's
 // weights are KCRS in both layouts, so an NHWC convolution reorders the
@@ -107,16 +110,19 @@ ConvKey key_of(const Conv2dGeom &g, DType dt, Dir dir) {
   return k;
 }
 
+// No deterministic cuDNN algorithm: the backward directions use the direct kernels.
+constexpr int kDirect = -1;
+
 // Picks from the heuristic's ranked list the first algorithm that works, is
-// deterministic (bitwise-reproducible results) and needs a sane workspace.
+// deterministic (bitwise-reproducible results) and needs a sane workspace;
+// kDirect when there is none.
 template <class Perf>
-int pick(const Perf *perf, int count, const char *dir) {
+int pick(const Perf *perf, int count) {
   for (int i = 0; i < count; ++i)
     if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
         perf[i].memory <= kMaxConvWorkspace)
       return int(perf[i].algo);
-  fail(MIXP_ERR_UNSUPPORTED, "cuda conv2d: cuDNN offers no deterministic ", dir,
-       " algorithm for this geometry and dtype");
+  return kDirect;
 }
 
 int algo_for(CudaBackend &be, const Conv2dGeom &g, DType dt, Dir dir, const Descs &d) {
@@ -130,21 +136,24 @@ int algo_for(CudaBackend &be, const Conv2dGeom &g, DType dt, Dir dir, const Desc
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       MIXP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
           h, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
-      algo = pick(perf, count, "forward");
+      algo = pick(perf, count);
+      if (algo == kDirect)
+        fail(MIXP_ERR_UNSUPPORTED, "cuda conv2d: cuDNN offers no deterministic forward algorithm "
+             "for this geometry and dtype");
       break;
     }
     case Dir::BwdData: {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       MIXP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
           h, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
-      algo = pick(perf, count, "backward-data");
+      algo = pick(perf, count);
       break;
     }
     case Dir::BwdFilter: {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       MIXP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
           h, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
-      algo = pick(perf, count, "backward-filter");
+      algo = pick(perf, count);
       break;
     }
   }
@@ -201,10 +210,14 @@ size_t filter_bytes(const Conv2dGeom &g, DType dt) {
 // Calls f(piece, n0, first) over pieces of whole images such that no tensor
 // of a piece passes 2^31 elements (cuDNN's int descriptors); one piece for
 // any batch that fits, which is every batch in practice.
+int64_t images_per_piece(const Conv2dGeom &g) {
+  const int64_t per_image = std::max({g.c_in * g.h * g.w, g.c_out * g.oh * g.ow, int64_t(1)});
+  return std::max<int64_t>(INT32_MAX / per_image, 1);
+}
+
 template <class F>
 void for_batch_pieces(const Conv2dGeom &g, F &&f) {
-  const int64_t per_image = std::max({g.c_in * g.h * g.w, g.c_out * g.oh * g.ow, int64_t(1)});
-  const int64_t max_n = std::max<int64_t>(INT32_MAX / per_image, 1);
+  const int64_t max_n = images_per_piece(g);
   for (int64_t n0 = 0; n0 < g.n; n0 += max_n) {
     Conv2dGeom piece = g;
     piece.n = std::min(max_n, g.n - n0);
@@ -212,11 +225,101 @@ void for_batch_pieces(const Conv2dGeom &g, F &&f) {
   }
 }
 
+// Whether a backward direction takes the direct kernel: asked of the first
+// piece (the others differ only in batch size, where the ranking does not
+// change in practice; a later piece that still gets kDirect is refused).
+bool direct_backward(CudaBackend &be, const Conv2dGeom &g, DType dt, Dir dir) {
+  Conv2dGeom piece = g;
+  piece.n = std::min(images_per_piece(g), g.n);
+  Descs d(piece, dt);
+  return algo_for(be, piece, dt, dir, d) == kDirect;
+}
+
+int cudnn_algo(CudaBackend &be, const Conv2dGeom &piece, DType dt, Dir dir, const Descs &d) {
+  const int algo = algo_for(be, piece, dt, dir, d);
+  if (algo == kDirect)
+    fail(MIXP_ERR_UNSUPPORTED, "cuda conv2d: cuDNN offers no deterministic algorithm for a batch piece of ",
+         piece.n, " images");
+  return algo;
+}
+
 const void *at_image(const View &v, int64_t n0, int64_t per_image) {
   return static_cast<const char *>(v.data) + size_t(n0 * per_image) * dtype_size(v.dtype);
 }
 void *at_image_mut(const View &v, int64_t n0, int64_t per_image) {
   return static_cast<char *>(v.data) + size_t(n0 * per_image) * dtype_size(v.dtype);
+}
+
+// Offsets of activation element (n, c, h, w) in NCHW or NHWC.
+struct ActIndex {
+  int64_t c, h, w;
+  bool nhwc;
+  __device__ int64_t operator()(int64_t n, int64_t ch, int64_t y, int64_t x) const {
+    return nhwc ? ((n * h + y) * w + x) * c + ch : ((n * c + ch) * h + y) * w + x;
+  }
+};
+
+// gx[n, ci, y, x] = sum over (co in ci's group, r, s) with y + pad - r*dil a
+// multiple of stride landing in the output, of gy[n, co, oy, ox] * w[co, ci', r, s].
+// One thread per gx element; the loop order fixes the rounding.
+template <class T>
+__global__ void conv_bwd_data_direct(const T *gy, const T *w, T *gx, Conv2dGeom g) {
+  const int64_t total = g.n * g.c_in * g.h * g.w, cpg_in = g.c_in / g.groups,
+                cpg_out = g.c_out / g.groups;
+  const ActIndex xi{g.c_in, g.h, g.w, g.nhwc}, yi{g.c_out, g.oh, g.ow, g.nhwc};
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t n, ci, y, x;
+    if (g.nhwc) {
+      ci = e % g.c_in, x = (e / g.c_in) % g.w, y = (e / (g.c_in * g.w)) % g.h, n = e / (g.c_in * g.w * g.h);
+    } else {
+      x = e % g.w, y = (e / g.w) % g.h, ci = (e / (g.w * g.h)) % g.c_in, n = e / (g.w * g.h * g.c_in);
+    }
+    const int64_t grp = ci / cpg_in, cl = ci % cpg_in;
+    acc_t<T> sum = 0;
+    for (int64_t co = grp * cpg_out; co < (grp + 1) * cpg_out; ++co)
+      for (int64_t r = 0; r < g.kh; ++r) {
+        const int64_t ty = y + g.pad_h - r * g.dil_h;
+        if (ty < 0 || ty % g.stride_h) continue;
+        const int64_t oy = ty / g.stride_h;
+        if (oy >= g.oh) continue;
+        for (int64_t q = 0; q < g.kw; ++q) {
+          const int64_t tx = x + g.pad_w - q * g.dil_w;
+          if (tx < 0 || tx % g.stride_w) continue;
+          const int64_t ox = tx / g.stride_w;
+          if (ox >= g.ow) continue;
+          sum += ld(gy[yi(n, co, oy, ox)]) * ld(w[((co * cpg_in + cl) * g.kh + r) * g.kw + q]);
+        }
+      }
+    gx[xi(n, ci, y, x)] = st<T>(sum);
+  }
+}
+
+// gw[co, ci', r, s] = sum over (n, oy, ox) of gy[n, co, oy, ox] * x[n, ci, iy, ix]
+// with iy = oy*stride - pad + r*dil inside the image. One thread per gw
+// element (KCRS, mixp's layout in both activation layouts).
+template <class T>
+__global__ void conv_bwd_weights_direct(const T *x, const T *gy, T *gw, Conv2dGeom g) {
+  const int64_t cpg_in = g.c_in / g.groups, cpg_out = g.c_out / g.groups,
+                total = g.c_out * cpg_in * g.kh * g.kw;
+  const ActIndex xi{g.c_in, g.h, g.w, g.nhwc}, yi{g.c_out, g.oh, g.ow, g.nhwc};
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t q = e % g.kw, r = (e / g.kw) % g.kh, cl = (e / (g.kw * g.kh)) % cpg_in,
+                  co = e / (g.kw * g.kh * cpg_in), ci = (co / cpg_out) * cpg_in + cl;
+    acc_t<T> sum = 0;
+    for (int64_t n = 0; n < g.n; ++n)
+      for (int64_t oy = 0; oy < g.oh; ++oy) {
+        const int64_t iy = oy * g.stride_h - g.pad_h + r * g.dil_h;
+        if (iy < 0 || iy >= g.h) continue;
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          const int64_t ix = ox * g.stride_w - g.pad_w + q * g.dil_w;
+          if (ix < 0 || ix >= g.w) continue;
+          sum += ld(gy[yi(n, co, oy, ox)]) * ld(x[xi(n, ci, iy, ix)]);
+        }
+      }
+    gw[e] = st<T>(sum);
+  }
 }
 
 template <class T>
@@ -273,12 +376,21 @@ void CudaBackend::conv2d_backward_data(const Conv2dGeom &g, const View &gy, cons
     fill(gx, 0.0);
     return;
   }
+  if (direct_backward(*this, g, gy.dtype, Dir::BwdData)) {
+    dispatch_float_dt(gy.dtype, "conv2d backward data", [&](auto tag) {
+      using T = decltype(tag);
+      conv_bwd_data_direct<T><<<grid_for(g.n * g.c_in * g.h * g.w), kThreads, 0, stream()>>>(
+          static_cast<const T *>(gy.data), static_cast<const T *>(w.data), static_cast<T *>(gx.data), g);
+      MIXP_CUDA_LAUNCHED();
+    });
+    return;
+  }
   Scratch krsc(*this, g.nhwc ? filter_bytes(g, w.dtype) : 0);
   if (g.nhwc) filter_layout(*this, w.dtype, w.data, krsc.p, g, true);
   const void *filter = g.nhwc ? krsc.p : w.data;
   for_batch_pieces(g, [&](const Conv2dGeom &pg, int64_t n0, bool) {
     Descs d(pg, gy.dtype);
-    const int algo = algo_for(*this, pg, gy.dtype, Dir::BwdData, d);
+    const int algo = cudnn_algo(*this, pg, gy.dtype, Dir::BwdData, d);
     size_t ws = 0;
     MIXP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
         dnn(*this), d.w, d.y, d.conv, d.x, cudnnConvolutionBwdDataAlgo_t(algo), &ws));
@@ -298,12 +410,22 @@ void CudaBackend::conv2d_backward_weights(const Conv2dGeom &g, const View &x, co
     fill(gw, 0.0);
     return;
   }
+  if (direct_backward(*this, g, x.dtype, Dir::BwdFilter)) {
+    dispatch_float_dt(x.dtype, "conv2d backward weights", [&](auto tag) {
+      using T = decltype(tag);
+      conv_bwd_weights_direct<T><<<grid_for(g.c_out * (g.c_in / g.groups) * g.kh * g.kw), kThreads, 0,
+                                   stream()>>>(static_cast<const T *>(x.data),
+                                               static_cast<const T *>(gy.data), static_cast<T *>(gw.data), g);
+      MIXP_CUDA_LAUNCHED();
+    });
+    return;
+  }
   // NHWC: the gradient is produced in KRSC and reordered into gw (KCRS).
   Scratch krsc(*this, g.nhwc ? filter_bytes(g, gw.dtype) : 0);
   void *filter = g.nhwc ? krsc.p : gw.data;
   for_batch_pieces(g, [&](const Conv2dGeom &pg, int64_t n0, bool first) {
     Descs d(pg, x.dtype);
-    const int algo = algo_for(*this, pg, x.dtype, Dir::BwdFilter, d);
+    const int algo = cudnn_algo(*this, pg, x.dtype, Dir::BwdFilter, d);
     size_t ws = 0;
     MIXP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
         dnn(*this), d.x, d.y, d.conv, d.w, cudnnConvolutionBwdFilterAlgo_t(algo), &ws));

@@ -31,6 +31,10 @@
 #   BUILD_DIR        default build-gpu.  JOBS: default nproc.
 #   BUILD_TARGETS    default: everything; e.g. "mixp mixp_cuda test_cuda_parity".
 #   CPU_TESTS=1      also run the CPU tests (CI runs them; skipped by default).
+#   TEST_JOBS        suites run at once on the GPU (default 4); TEST_TIMEOUT
+#                    seconds a suite may run (default 240).
+#   BENCH_ARGS       extra mixp-bench arguments (e.g. --quick); BENCH_TIMEOUT
+#                    seconds the benchmarks may run (default 540).
 #   PYTHON           an interpreter with a CUDA-enabled torch 2.x for the
 #                    benchmarks' references (default: the first python3 that has one).
 # Exit status: 0 when every phase run succeeded (benchmark numbers are
@@ -212,10 +216,10 @@ phase_test() {
   else
     report "- CPU tests: skipped (CI runs them; CPU_TESTS=1 to run them here)"
   fi
-  say "== ctest -L cuda -j4"
+  say "== ctest -L cuda -j${TEST_JOBS:-4}"
   t0=$(date +%s.%N)
-  # Four suites at once share the one GPU; each opens its own session.
-  ctest --test-dir "$BUILD_DIR" -L cuda -j4 --output-on-failure --timeout 240 \
+  # Several suites at once share the one GPU; each opens its own session.
+  ctest --test-dir "$BUILD_DIR" -L cuda -j"${TEST_JOBS:-4}" --output-on-failure --timeout "${TEST_TIMEOUT:-240}" \
     > "$LOG/ctest-cuda.txt" 2>&1 || rc=1
   local summary skipped
   summary=$(grep -E 'tests passed|tests failed' "$LOG/ctest-cuda.txt" | tail -1)
@@ -236,9 +240,11 @@ phase_bench() {
   report ""; report "## Benchmarks (started $(date -u +%H:%M:%S); mixp-bench --device cuda; ratio > 1 = mixp faster)"; report ""
   local args=(--device cuda) rc=0 t0
   if [ -n "$PY" ]; then args+=(--python "$PY"); else args+=(--no-torch); fi
+  # shellcheck disable=SC2206
+  args+=(${BENCH_ARGS:-})
   say "== mixp-bench ${args[*]}"
   t0=$(date +%s.%N)
-  timeout 540 "$BUILD_DIR/tools/mixp-bench" "${args[@]}" > "$LOG/bench.txt" 2> "$LOG/bench-stderr.txt" || rc=$?
+  timeout "${BENCH_TIMEOUT:-540}" "$BUILD_DIR/tools/mixp-bench" "${args[@]}" > "$LOG/bench.txt" 2> "$LOG/bench-stderr.txt" || rc=$?
   report '```'; cat "$LOG/bench.txt" >> "$REPORT"
   [ -s "$LOG/bench-stderr.txt" ] && { report "--- stderr:"; tail -20 "$LOG/bench-stderr.txt" >> "$REPORT"; }
   report '```'

@@ -97,6 +97,9 @@ def bench_adamw(dev, quick):
     # init_scale 2: every unscale_ really multiplies (by 1/2), and 120
     # iterations keep the halved gradients normal.
     scaler = grad_scaler(init_scale=2.0, growth_interval=1 << 30) if fused else None
+    if scaler is not None:
+        # The scale tensor is created by the first scale(); unscale_ needs it.
+        scaler.scale(torch.ones((), device=dev))
 
     def step():
         if scaler is not None:
