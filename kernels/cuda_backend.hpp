@@ -114,10 +114,10 @@ class CudaBackend final : public Backend {
   void scale_grads(const View *grads, int n, const View &coef) override;
 
   // optim.cu
-  void sgd_step(const optim::ParamArgs &p, void *momentum_buf, const optim::SgdArgs &args,
+  void sgd_step(const optim::ParamArgs *params, int count, const optim::SgdArgs &args,
                 const float *found_inf) override;
-  void adam_step(const optim::ParamArgs &p, void *exp_avg, void *exp_avg_sq,
-                 const optim::AdamArgs &args, const float *found_inf) override;
+  void adam_step(const optim::ParamArgs *params, int count, const optim::AdamArgs &args,
+                 const float *found_inf) override;
 
   void conv2d(const Conv2dGeom &g, const View &x, const View &w, const View *bias,
               const View &y) override;

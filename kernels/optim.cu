@@ -1,9 +1,18 @@
 // CUDA fused optimizer steps (backend/optimizer_args.hpp): SGD and
-// Adam/AdamW over one parameter, reading or writing its fp32 master and
-// rounding the half parameter once. The skip flag (found_inf) and the step
-// counter (an F64 in device memory) are read on the device: a flagged step
-// returns before touching anything, and a separate one-thread kernel
-// advances the counter only for steps that ran, so the host never waits.
+// Adam/AdamW, reading or writing each parameter's fp32 master and rounding
+// the half parameter once. The skip flag (found_inf) and the step counters
+// (F64 in device memory) are read on the device: a flagged step returns
+// before touching anything, and a separate small kernel advances the
+// counters only for steps that ran, so the host never waits.
+//
+// Multi-tensor: the parameters go in tables of up to kTableParams (pointers
+// in the kernel's parameter space), each parameter cut into chunks of
+// kChunk elements, one block per chunk; a block finds its parameter from the
+// table's first-block offsets and forms that parameter's per-step scalars
+// once (its own step counter). A GPT-2's 148 parameters take 5 tables, 10
+// launches, where one launch pair per parameter took 296. Within a chunk each
+// thread takes 4 consecutive elements, loaded 16 (8 for halves) bytes at a
+// time when every array of the parameter is aligned for it.
 //
 // Bitwise parity with the CPU kernels (src/backend/cpu/optim.cpp): every
 // arithmetic operation is an explicit round-to-nearest intrinsic (never
@@ -37,84 +46,196 @@ __device__ __forceinline__ double sqr(double a) { return fz(__dsqrt_rn(a)); }
 
 __device__ __forceinline__ bool skipped(const float *found_inf) { return found_inf && *found_inf != 0.0f; }
 
-// The master (when kMaster) or the parameter itself is the value updated;
-// G is the gradient's storage type.
-template <class T, class G, bool kMaster>
-__global__ void sgd_kernel(T *param, float *master, const G *grad, acc_t<T> *buf, int64_t n, const double *step,
-                           const float *found_inf, double lr_d, double mom_d, double damp_d, double wd_d,
-                           bool nesterov) {
-  using A = acc_t<T>;
-  if (skipped(found_inf)) return;
-  const bool init = *step == 0.0;
-  const A lr = A(lr_d), mom = A(mom_d), damp1 = A(1.0 - damp_d), wd = A(wd_d);
-  const bool use_momentum = mom_d != 0.0, has_wd = wd_d != 0.0;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    A p;
-    if constexpr (kMaster) p = fz(master[i]); else p = fz(ld(param[i]));
-    A d = fz(A(ld(grad[i])));
+constexpr int kThreadsOpt = 256;
+constexpr int kPerThread = 4;
+constexpr int64_t kChunk = int64_t(kThreadsOpt) * kPerThread * 16;
+constexpr int kTableParams = 32;
+
+// About 1.9 KB, inside the classic 4 KB kernel-parameter limit. Parameter k
+// owns blocks [first_block[k], first_block[k + 1]).
+struct Table {
+  void *param[kTableParams];
+  float *master[kTableParams];
+  const void *grad[kTableParams];
+  void *buf1[kTableParams];
+  void *buf2[kTableParams];
+  double *step[kTableParams];
+  int64_t n[kTableParams];
+  int32_t first_block[kTableParams + 1];
+  int32_t count;
+};
+
+// Four consecutive elements, one load or store when aligned to their size.
+template <class X>
+struct alignas(4 * sizeof(X)) Quad {
+  X v[4];
+};
+template <class X>
+__device__ __forceinline__ bool quad_aligned(const void *p) {
+  return p == nullptr || (reinterpret_cast<uintptr_t>(p) % sizeof(Quad<X>)) == 0;
+}
+
+// The per-element updates: u.update(p, g, b1, b2, sc) returns the new value
+// of p (the master, or the parameter) and rewrites the state b1/b2 in place;
+// u.scalars(step) forms what depends on the parameter's step, once per block.
+template <class A>
+struct SgdUpdate {
+  A lr, mom, damp1, wd;
+  bool use_momentum, has_wd, nesterov;
+  struct Scalars {
+    bool init;
+  };
+  __device__ Scalars scalars(double step) const { return {step == 0.0}; }
+  __device__ __forceinline__ A update(A p, A d, A &b1, A &, const Scalars &sc) const {
     if (has_wd) d = add(d, mul(wd, p));
     if (use_momentum) {
-      const A b = init ? d : add(mul(fz(buf[i]), mom), mul(damp1, d));
-      buf[i] = b;
+      const A b = sc.init ? d : add(mul(fz(b1), mom), mul(damp1, d));
+      b1 = b;
       d = nesterov ? add(d, mul(mom, b)) : b;
     }
-    const A r = sub(p, mul(lr, d));
-    if constexpr (kMaster) master[i] = r;
-    param[i] = st<T>(r);
+    return sub(p, mul(lr, d));
+  }
+};
+
+template <class A>
+struct AdamUpdate {
+  double lr_d, beta1_d, beta2_d, eps_d, wd_d;
+  bool decoupled_arg;
+  struct Scalars {
+    A weight, one_minus_weight, beta2, one_minus_beta2, step_size, bc2_sqrt, eps, wd, decay;
+    bool lerp_low, l2, decoupled;
+  };
+  // Formed in double and rounded once, as the CPU kernel (cpu/optim.cpp).
+  __device__ Scalars scalars(double step) const {
+    const double t = step + 1.0;
+    const double bc1 = 1.0 - pow(beta1_d, t), bc2 = 1.0 - pow(beta2_d, t);
+    const double w1 = 1.0 - beta1_d;
+    Scalars s;
+    s.lerp_low = fabs(w1) < 0.5;
+    s.l2 = !decoupled_arg && wd_d != 0.0;
+    s.decoupled = decoupled_arg && wd_d != 0.0;
+    s.weight = A(w1), s.one_minus_weight = A(1.0 - w1), s.beta2 = A(beta2_d), s.one_minus_beta2 = A(1.0 - beta2_d);
+    s.step_size = A(lr_d / bc1), s.bc2_sqrt = A(sqrt(bc2)), s.eps = A(eps_d), s.wd = A(wd_d);
+    s.decay = A(1.0 - lr_d * wd_d);
+    return s;
+  }
+  __device__ __forceinline__ A update(A p, A g, A &b1, A &b2, const Scalars &s) const {
+    if (s.decoupled) p = mul(p, s.decay);
+    if (s.l2) g = add(g, mul(s.wd, p));
+    // torch.lerp's two-sided formula, exact at both ends.
+    A m = fz(b1);
+    m = s.lerp_low ? add(m, mul(s.weight, sub(g, m))) : sub(g, mul(sub(g, m), s.one_minus_weight));
+    const A v = add(mul(fz(b2), s.beta2), mul(mul(s.one_minus_beta2, g), g));
+    b1 = m;
+    b2 = v;
+    const A denom = add(dv(sqr(v), s.bc2_sqrt), s.eps);
+    return sub(p, mul(s.step_size, dv(m, denom)));
+  }
+};
+
+// Elements [i, i + count) of one parameter, count <= 4; vec: one load per
+// array (then count == 4).
+template <class T, class G, bool kMaster, class U>
+__device__ __forceinline__ void update_run(const U &u, const typename U::Scalars &sc, T *param, float *master,
+                                           const G *grad, acc_t<T> *b1, acc_t<T> *b2, int64_t i, int count,
+                                           bool vec) {
+  using A = acc_t<T>;
+  A p[4], g[4], s1[4] = {}, s2[4] = {};
+  if (vec) {
+    if constexpr (kMaster) {
+      const Quad<float> q = *reinterpret_cast<const Quad<float> *>(master + i);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) p[e] = fz(q.v[e]);
+    } else {
+      const Quad<T> q = *reinterpret_cast<const Quad<T> *>(param + i);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) p[e] = fz(ld(q.v[e]));
+    }
+    const Quad<G> qg = *reinterpret_cast<const Quad<G> *>(grad + i);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) g[e] = fz(A(ld(qg.v[e])));
+    if (b1) {
+      const Quad<A> q = *reinterpret_cast<const Quad<A> *>(b1 + i);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s1[e] = q.v[e];
+    }
+    if (b2) {
+      const Quad<A> q = *reinterpret_cast<const Quad<A> *>(b2 + i);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s2[e] = q.v[e];
+    }
+  } else {
+    for (int e = 0; e < count; ++e) {
+      if constexpr (kMaster) p[e] = fz(master[i + e]); else p[e] = fz(ld(param[i + e]));
+      g[e] = fz(A(ld(grad[i + e])));
+      if (b1) s1[e] = b1[i + e];
+      if (b2) s2[e] = b2[i + e];
+    }
+  }
+  A r[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    if (vec || e < count) r[e] = u.update(p[e], g[e], s1[e], s2[e], sc);
+  if (vec) {
+    if (b1) *reinterpret_cast<Quad<A> *>(b1 + i) = Quad<A>{{s1[0], s1[1], s1[2], s1[3]}};
+    if (b2) *reinterpret_cast<Quad<A> *>(b2 + i) = Quad<A>{{s2[0], s2[1], s2[2], s2[3]}};
+    if constexpr (kMaster) *reinterpret_cast<Quad<float> *>(master + i) = Quad<float>{{r[0], r[1], r[2], r[3]}};
+    *reinterpret_cast<Quad<T> *>(param + i) = Quad<T>{{st<T>(r[0]), st<T>(r[1]), st<T>(r[2]), st<T>(r[3])}};
+  } else {
+    for (int e = 0; e < count; ++e) {
+      if (b1) b1[i + e] = s1[e];
+      if (b2) b2[i + e] = s2[e];
+      if constexpr (kMaster) master[i + e] = r[e];
+      param[i + e] = st<T>(r[e]);
+    }
   }
 }
 
-template <class T, class G, bool kMaster>
-__global__ void adam_kernel(T *param, float *master, const G *grad, acc_t<T> *exp_avg, acc_t<T> *exp_avg_sq,
-                            int64_t n, const double *step, const float *found_inf, double lr_d, double beta1_d,
-                            double beta2_d, double eps_d, double wd_d, bool decoupled_arg) {
+template <class T, class G, bool kMaster, class U>
+__global__ void __launch_bounds__(kThreadsOpt) multi_step_kernel(Table t, const float *found_inf, U u) {
   using A = acc_t<T>;
   if (skipped(found_inf)) return;
-  // The per-step scalars, formed in double and rounded once (cpu_kernels.cpp).
-  const double t = *step + 1.0;
-  const double bc1 = 1.0 - pow(beta1_d, t), bc2 = 1.0 - pow(beta2_d, t);
-  const double w1 = 1.0 - beta1_d;
-  const bool lerp_low = fabs(w1) < 0.5;
-  const bool l2 = !decoupled_arg && wd_d != 0.0, decoupled = decoupled_arg && wd_d != 0.0;
-  const A weight = A(w1), one_minus_weight = A(1.0 - w1), beta2 = A(beta2_d), one_minus_beta2 = A(1.0 - beta2_d);
-  const A step_size = A(lr_d / bc1), bc2_sqrt = A(sqrt(bc2)), eps = A(eps_d), wd = A(wd_d);
-  const A decay = A(1.0 - lr_d * wd_d);
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    A p;
-    if constexpr (kMaster) p = fz(master[i]); else p = fz(ld(param[i]));
-    A g = fz(A(ld(grad[i])));
-    if (decoupled) p = mul(p, decay);
-    if (l2) g = add(g, mul(wd, p));
-    // torch.lerp's two-sided formula, exact at both ends.
-    A m = fz(exp_avg[i]);
-    m = lerp_low ? add(m, mul(weight, sub(g, m))) : sub(g, mul(sub(g, m), one_minus_weight));
-    const A v = add(mul(fz(exp_avg_sq[i]), beta2), mul(mul(one_minus_beta2, g), g));
-    exp_avg[i] = m;
-    exp_avg_sq[i] = v;
-    const A denom = add(dv(sqr(v), bc2_sqrt), eps);
-    const A r = sub(p, mul(step_size, dv(m, denom)));
-    if constexpr (kMaster) master[i] = r;
-    param[i] = st<T>(r);
+  int k = 0;  // the same for the whole block
+  while (k + 1 < t.count && t.first_block[k + 1] <= int32_t(blockIdx.x)) ++k;
+  __shared__ typename U::Scalars sc;
+  if (threadIdx.x == 0) sc = u.scalars(*t.step[k]);
+  __syncthreads();
+  T *param = static_cast<T *>(t.param[k]);
+  float *master = t.master[k];
+  const G *grad = static_cast<const G *>(t.grad[k]);
+  A *b1 = static_cast<A *>(t.buf1[k]), *b2 = static_cast<A *>(t.buf2[k]);
+  const int64_t lo = int64_t(int32_t(blockIdx.x) - t.first_block[k]) * kChunk;
+  const int64_t hi = min(t.n[k], lo + kChunk);
+  // Chunk starts are multiples of kChunk, so the arrays' bases decide.
+  const bool vec = quad_aligned<T>(param) && quad_aligned<float>(master) && quad_aligned<G>(grad) &&
+                   quad_aligned<A>(b1) && quad_aligned<A>(b2);
+  for (int64_t i = lo + int64_t(threadIdx.x) * kPerThread; i < hi; i += int64_t(blockDim.x) * kPerThread) {
+    const int count = hi - i < kPerThread ? int(hi - i) : kPerThread;
+    update_run<T, G, kMaster>(u, sc, param, master, grad, b1, b2, i, count, vec && count == kPerThread);
   }
 }
 
-__global__ void step_inc_kernel(double *step, const float *found_inf) {
-  if (!skipped(found_inf)) *step += 1.0;
+__global__ void steps_inc_kernel(Table t, const float *found_inf) {
+  if (!skipped(found_inf) && int(threadIdx.x) < t.count) *t.step[threadIdx.x] += 1.0;
 }
 
-// Calls f(T{}, G{}, std::bool_constant<master>{}) for the parameter's
-// storage types; a master is fp32 and pairs only with fp32-compute params.
+// The storage types of one parameter, which every parameter of a table shares.
+struct Kind {
+  DType dtype;
+  bool master, grad_f32;
+  bool same(const Kind &o) const { return dtype == o.dtype && master == o.master && grad_f32 == o.grad_f32; }
+};
+
+// Calls f(T{}, G{}, std::bool_constant<master>{}) for a kind; a master is
+// fp32 and pairs only with fp32-compute params.
 template <class F>
-void dispatch_param(const optim::ParamArgs &pa, const char *kernel, F &&f) {
-  if (!pa.step) fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": the step counter is NULL");
-  dispatch_float_dt(pa.dtype, kernel, [&](auto tag) {
+void dispatch_kind(const Kind &kind, const char *kernel, F &&f) {
+  dispatch_float_dt(kind.dtype, kernel, [&](auto tag) {
     using T = decltype(tag);
-    if (!pa.master) {
+    if (!kind.master) {
       f(tag, tag, std::false_type{});
     } else if constexpr (std::is_same_v<acc_t<T>, float>) {
-      if (pa.grad_f32) f(tag, float{}, std::true_type{});
+      if (kind.grad_f32) f(tag, float{}, std::true_type{});
       else f(tag, tag, std::true_type{});
     } else {
       fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": an fp32 master for an F64 parameter");
@@ -122,42 +243,84 @@ void dispatch_param(const optim::ParamArgs &pa, const char *kernel, F &&f) {
   });
 }
 
-}  // namespace
-
-void CudaBackend::sgd_step(const optim::ParamArgs &pa, void *momentum_buf, const optim::SgdArgs &a,
-                           const float *found_inf) {
-  if (a.momentum != 0.0 && !momentum_buf && pa.n > 0)
-    fail(MIXP_ERR_INTERNAL, "cuda sgd: momentum without a momentum buffer");
-  dispatch_param(pa, "sgd", [&](auto tag, auto gtag, auto master) {
-    using T = decltype(tag);
-    using G = decltype(gtag);
-    if (pa.n > 0) {
-      sgd_kernel<T, G, decltype(master)::value><<<grid_for(pa.n), kThreads, 0, stream()>>>(
-          static_cast<T *>(pa.param), static_cast<float *>(pa.master), static_cast<const G *>(pa.grad),
-          static_cast<acc_t<T> *>(momentum_buf), pa.n, pa.step, found_inf, a.lr, a.momentum, a.dampening,
-          a.weight_decay, a.nesterov);
-      MIXP_CUDA_LAUNCHED();
-    }
-  });
-  step_inc_kernel<<<1, 1, 0, stream()>>>(pa.step, found_inf);
-  MIXP_CUDA_LAUNCHED();
+// Fills tables of consecutive parameters of one kind and calls
+// launch(table, kind, blocks) for each, in parameter order.
+template <class Launch>
+void for_each_table(const optim::ParamArgs *params, int count, const char *kernel, Launch &&launch) {
+  Table t{};
+  Kind kind{};
+  int64_t blocks = 0;
+  auto flush = [&] {
+    if (t.count == 0) return;
+    t.first_block[t.count] = int32_t(blocks);
+    launch(t, kind, blocks);
+    t = Table{};
+    blocks = 0;
+  };
+  for (int i = 0; i < count; ++i) {
+    const optim::ParamArgs &pa = params[i];
+    if (!pa.step) fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": the step counter is NULL");
+    const Kind k{pa.dtype, pa.master != nullptr, pa.master != nullptr && pa.grad_f32};
+    const int64_t chunks = (pa.n + kChunk - 1) / kChunk;
+    if (t.count == kTableParams || (t.count > 0 && !k.same(kind)) || blocks + chunks > INT32_MAX) flush();
+    if (chunks > INT32_MAX)
+      fail(MIXP_ERR_UNSUPPORTED, "cuda ", kernel, ": a parameter of ", pa.n, " elements");
+    kind = k;
+    const int j = t.count++;
+    t.param[j] = pa.param;
+    t.master[j] = static_cast<float *>(pa.master);
+    t.grad[j] = pa.grad;
+    t.buf1[j] = pa.buf1;
+    t.buf2[j] = pa.buf2;
+    t.step[j] = pa.step;
+    t.n[j] = pa.n;
+    t.first_block[j] = int32_t(blocks);
+    blocks += chunks;
+  }
+  flush();
 }
 
-void CudaBackend::adam_step(const optim::ParamArgs &pa, void *exp_avg, void *exp_avg_sq,
-                            const optim::AdamArgs &a, const float *found_inf) {
-  dispatch_param(pa, "adam", [&](auto tag, auto gtag, auto master) {
-    using T = decltype(tag);
-    using G = decltype(gtag);
-    if (pa.n > 0) {
-      adam_kernel<T, G, decltype(master)::value><<<grid_for(pa.n), kThreads, 0, stream()>>>(
-          static_cast<T *>(pa.param), static_cast<float *>(pa.master), static_cast<const G *>(pa.grad),
-          static_cast<acc_t<T> *>(exp_avg), static_cast<acc_t<T> *>(exp_avg_sq), pa.n, pa.step, found_inf, a.lr,
-          a.beta1, a.beta2, a.eps, a.weight_decay, a.decoupled);
-      MIXP_CUDA_LAUNCHED();
-    }
+// The whole step: per table, the update over every chunk (when any), then
+// the step counters.
+template <template <class> class Update, class Make>
+void multi_step(CudaBackend &be, const optim::ParamArgs *params, int count, const char *kernel,
+                const float *found_inf, Make &&make) {
+  for_each_table(params, count, kernel, [&](const Table &t, const Kind &kind, int64_t blocks) {
+    dispatch_kind(kind, kernel, [&](auto tag, auto gtag, auto master) {
+      using T = decltype(tag);
+      using G = decltype(gtag);
+      if (blocks > 0) {
+        const Update<acc_t<T>> u = make(tag);
+        multi_step_kernel<T, G, decltype(master)::value><<<unsigned(blocks), kThreadsOpt, 0, be.stream()>>>(
+            t, found_inf, u);
+        MIXP_CUDA_LAUNCHED();
+      }
+    });
+    steps_inc_kernel<<<1, kTableParams, 0, be.stream()>>>(t, found_inf);
+    MIXP_CUDA_LAUNCHED();
   });
-  step_inc_kernel<<<1, 1, 0, stream()>>>(pa.step, found_inf);
-  MIXP_CUDA_LAUNCHED();
+}
+
+}  // namespace
+
+void CudaBackend::sgd_step(const optim::ParamArgs *params, int count, const optim::SgdArgs &a,
+                           const float *found_inf) {
+  for (int i = 0; i < count; ++i)
+    if (a.momentum != 0.0 && !params[i].buf1 && params[i].n > 0)
+      fail(MIXP_ERR_INTERNAL, "cuda sgd: momentum without a momentum buffer");
+  multi_step<SgdUpdate>(*this, params, count, "sgd", found_inf, [&](auto tag) {
+    using A = acc_t<decltype(tag)>;
+    return SgdUpdate<A>{A(a.lr), A(a.momentum), A(1.0 - a.dampening), A(a.weight_decay),
+                        a.momentum != 0.0, a.weight_decay != 0.0, a.nesterov};
+  });
+}
+
+void CudaBackend::adam_step(const optim::ParamArgs *params, int count, const optim::AdamArgs &a,
+                            const float *found_inf) {
+  multi_step<AdamUpdate>(*this, params, count, "adam", found_inf, [&](auto tag) {
+    using A = acc_t<decltype(tag)>;
+    return AdamUpdate<A>{a.lr, a.beta1, a.beta2, a.eps, a.weight_decay, a.decoupled};
+  });
 }
 
 }  // namespace mixp::cuda

@@ -137,7 +137,9 @@ esac
 # ---- environment, once per invocation -----------------------------------------------------
 {
   echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-  echo "commit: $(git -C "$SRC" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+  dirty=""
+  git -C "$SRC" diff --quiet HEAD -- 2>/dev/null || dirty=" + uncommitted changes"
+  echo "commit: $(git -C "$SRC" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$dirty"
   echo "host: $(uname -n), $(nproc) cores; phases: $PHASES"
   if command -v nvidia-smi >/dev/null 2>&1; then
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit,compute_cap --format=csv,noheader 2>&1 | sed 's/^/gpu: /'

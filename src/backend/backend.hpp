@@ -33,8 +33,9 @@ namespace mixp {
 // point refuses any other value. Bump it with every change to a header in
 // src/backend/ or to core/ops.def.
 // (v3: check_indices, scatter_dim. v4: the op table's enums, ScaleUpdate.rule. v5: batch_norm
-// parameters as stat Views, gw/gb F64.)
-inline constexpr uint32_t kBackendAbiVersion = 5;
+// parameters as stat Views, gw/gb F64. v6: sgd_step/adam_step over a list of parameters,
+// ParamArgs.buf1/buf2.)
+inline constexpr uint32_t kBackendAbiVersion = 6;
 
 struct View {
   void *data = nullptr;
@@ -271,11 +272,12 @@ class Backend {
   virtual void scale_grads(const View *grads, int n, const View &coef) = 0;
 
   // --- optimizers (the fused per-parameter updates of optimizer_args.hpp,
-  // on this backend's memory and queue; found_inf may be null) ---------------
-  virtual void sgd_step(const optim::ParamArgs &p, void *momentum_buf, const optim::SgdArgs &args,
+  // over all `count` parameters of an optimizer at once, on this backend's
+  // memory and queue; found_inf may be null) ----------------------------------
+  virtual void sgd_step(const optim::ParamArgs *params, int count, const optim::SgdArgs &args,
                         const float *found_inf) = 0;
-  virtual void adam_step(const optim::ParamArgs &p, void *exp_avg, void *exp_avg_sq,
-                         const optim::AdamArgs &args, const float *found_inf) = 0;
+  virtual void adam_step(const optim::ParamArgs *params, int count, const optim::AdamArgs &args,
+                         const float *found_inf) = 0;
 
   // --- convolution and pooling (conv helper; layouts in Conv2dGeom) ----------
   // All operands share one float dtype. y = conv(x, w) (+ bias [C_out], may be null).

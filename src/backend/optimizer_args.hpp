@@ -38,6 +38,10 @@ struct ParamArgs {
   // it when it updates, so the host never needs to know whether a step was
   // skipped.
   double *step = nullptr;
+  // The optimizer state, in state_dtype(dtype): SGD's momentum buffer in
+  // buf1 (null when momentum == 0); Adam's exp_avg in buf1, exp_avg_sq in buf2.
+  void *buf1 = nullptr;
+  void *buf2 = nullptr;
 };
 
 // torch.optim.SGD for one parameter, with everything resolved for this step:
@@ -61,11 +65,15 @@ struct AdamArgs {
   bool decoupled = false;  // AdamW
 };
 
+// Both steps take every parameter of an optimizer in one call (a list of
+// ParamArgs, in any mix of dtypes), so that a backend can batch them: the
+// CUDA backend covers the list with a few multi-tensor launches instead of
+// two launches per parameter. Each parameter's update is independent of the
+// others and the same as if it were passed alone.
+//
 // found_inf (an argument of both steps), when not null, is an F32 scalar in
-// device memory: a non-zero value skips the whole update (parameter, master,
-// state and step stay bit-identical), which is how a GradScaler or a
-// non-finite clip norm skips a step without a host sync. SGD's momentum_buf
-// (state dtype) may be null when momentum == 0; Adam's exp_avg and
-// exp_avg_sq are in the state dtype.
+// device memory: a non-zero value skips the whole update (parameters,
+// masters, state and steps stay bit-identical), which is how a GradScaler or
+// a non-finite clip norm skips a step without a host sync.
 
 }  // namespace mixp::optim

@@ -154,6 +154,8 @@ void mixp_optimizer::step(const char *fn) {
 
   apply_threads(s);
   const float *skip = found_inf ? found_inf->data_as<const float>() : nullptr;
+  std::vector<optim::ParamArgs> args;
+  args.reserve(work.size());
   for (Work &w : work) {
     Tensor &t = *w.target;
     optim::ParamArgs pa;
@@ -164,25 +166,31 @@ void mixp_optimizer::step(const char *fn) {
     pa.grad = w.grad->data();
     pa.grad_f32 = w.grad->dtype == MIXP_F32;
     pa.step = w.step->data_as<double>();
-    void *buf1 = w.buf1 ? w.buf1->data() : nullptr;
-    if (sgd) {
-      optim::SgdArgs a;
-      a.lr = lr;
-      a.momentum = options.momentum;
-      a.dampening = options.dampening;
-      a.weight_decay = options.weight_decay;
-      a.nesterov = options.nesterov != 0;
-      kernels.sgd_step(pa, buf1, a, skip);
-    } else {
-      optim::AdamArgs a;
-      a.lr = lr;
-      a.beta1 = options.beta1;
-      a.beta2 = options.beta2;
-      a.eps = options.eps;
-      a.weight_decay = options.weight_decay;
-      a.decoupled = options.kind == MIXP_OPTIM_ADAMW;
-      kernels.adam_step(pa, buf1, w.buf2->data(), a, skip);
-    }
+    pa.buf1 = w.buf1 ? w.buf1->data() : nullptr;
+    pa.buf2 = w.buf2 ? w.buf2->data() : nullptr;
+    args.push_back(pa);
+  }
+  // Every parameter in one call: the backend may batch them.
+  if (sgd) {
+    optim::SgdArgs a;
+    a.lr = lr;
+    a.momentum = options.momentum;
+    a.dampening = options.dampening;
+    a.weight_decay = options.weight_decay;
+    a.nesterov = options.nesterov != 0;
+    kernels.sgd_step(args.data(), int(args.size()), a, skip);
+  } else {
+    optim::AdamArgs a;
+    a.lr = lr;
+    a.beta1 = options.beta1;
+    a.beta2 = options.beta2;
+    a.eps = options.eps;
+    a.weight_decay = options.weight_decay;
+    a.decoupled = options.kind == MIXP_OPTIM_ADAMW;
+    kernels.adam_step(args.data(), int(args.size()), a, skip);
+  }
+  for (Work &w : work) {
+    Tensor &t = *w.target;
     if (w.target.get() != w.slot->param.get()) {
       NoGradGuard no_grad(s);
       copy_into(*w.slot->param, t);

@@ -674,6 +674,95 @@ static void test_amp_step_parity_no_sync(void **state) {
   }
 }
 
+/* ---- fused optimizer steps over many parameters, bitwise ------------------------------ */
+
+/* 44 parameters of four dtypes in runs (so the CUDA backend's multi-tensor
+ * tables split on a change of kind and after 32 parameters), sizes with
+ * 1-3 element tails and several chunks; each gradient is x_i (backward of
+ * sum(p_i * x_i)), three steps per optimizer configuration. The update is
+ * the same IEEE operations in the same order on both devices. */
+enum { OPT_PARAMS = 44 };
+
+static mixp_dtype opt_param_dtype(int i) {
+  if (i < 36) return MIXP_F32; /* 36 F32 in a row: a full table and more */
+  static const mixp_dtype rest[8] = {MIXP_F16, MIXP_F16, MIXP_BF16, MIXP_F32,
+                                     MIXP_F64, MIXP_BF16, MIXP_F64, MIXP_F16};
+  return rest[i - 36];
+}
+
+static void opt_grads(mixp_tensor **p, mixp_tensor **x) {
+  for (int i = 0; i < OPT_PARAMS; ++i) {
+    mixp_tensor *px = NULL, *sum = NULL;
+    MT_OK(mixp_mul(p[i], x[i], &px));
+    MT_OK(mixp_sum(px, NULL, 0, 0, &sum));
+    MT_OK(mixp_backward(sum, NULL));
+    mixp_tensor_release(px);
+    mixp_tensor_release(sum);
+  }
+}
+
+static void test_optimizer_steps_bitwise(void **state) {
+  (void)state;
+  static const int64_t sizes[7] = {1, 3, 4, 7, 16384, 16387, 40001};
+  for (int config = 0; config < 4; ++config) {
+    mixp_tensor *pc[OPT_PARAMS], *pg[OPT_PARAMS], *xc[OPT_PARAMS], *xg[OPT_PARAMS];
+    for (int i = 0; i < OPT_PARAMS; ++i) {
+      const int64_t shape[1] = {sizes[(i * 3 + config) % 7]};
+      double *pv = (double *)malloc((size_t)shape[0] * sizeof(double));
+      double *xv = (double *)malloc((size_t)shape[0] * sizeof(double));
+      mt_fill(pv, shape[0], -1.0, 1.0, 100 + (uint64_t)i);
+      mt_fill(xv, shape[0], -2.0, 2.0, 300 + (uint64_t)i);
+      twin(opt_param_dtype(i), pv, shape, 1, 1, &pc[i], &pg[i]);
+      twin(opt_param_dtype(i), xv, shape, 1, 0, &xc[i], &xg[i]);
+      free(pv);
+      free(xv);
+    }
+    mixp_optimizer_options oo;
+    switch (config) {
+      case 0: /* AdamW with decoupled weight decay */
+        mixp_optimizer_options_init(&oo, MIXP_OPTIM_ADAMW);
+        oo.lr = 1e-2;
+        oo.weight_decay = 0.1;
+        break;
+      case 1: /* Adam with L2 weight decay, beta1 near 1 (the other lerp form) */
+        mixp_optimizer_options_init(&oo, MIXP_OPTIM_ADAM);
+        oo.lr = 3e-3;
+        oo.beta1 = 0.3;
+        oo.weight_decay = 1e-2;
+        break;
+      case 2: /* SGD with Nesterov momentum and weight decay */
+        mixp_optimizer_options_init(&oo, MIXP_OPTIM_SGD);
+        oo.lr = 0.05;
+        oo.momentum = 0.9;
+        oo.nesterov = 1;
+        oo.weight_decay = 1e-4;
+        break;
+      default: /* plain SGD: no momentum buffer */
+        mixp_optimizer_options_init(&oo, MIXP_OPTIM_SGD);
+        oo.lr = 0.1;
+        break;
+    }
+    mixp_optimizer *oc = NULL, *og = NULL;
+    MT_OK(mixp_optimizer_create(g_cpu, pc, OPT_PARAMS, &oo, &oc));
+    MT_OK(mixp_optimizer_create(g_gpu, pg, OPT_PARAMS, &oo, &og));
+    for (int step = 0; step < 3; ++step) {
+      MT_OK(mixp_optimizer_zero_grad(oc));
+      MT_OK(mixp_optimizer_zero_grad(og));
+      opt_grads(pc, xc);
+      opt_grads(pg, xg);
+      MT_OK(mixp_optimizer_step(oc));
+      MT_OK(mixp_optimizer_step(og));
+    }
+    for (int i = 0; i < OPT_PARAMS; ++i) {
+      expect_bitwise(pc[i], pg[i]);
+      mixp_tensor_release(pc[i]); mixp_tensor_release(pg[i]);
+      mixp_tensor_release(xc[i]); mixp_tensor_release(xg[i]);
+    }
+    mixp_optimizer_destroy(oc);
+    mixp_optimizer_destroy(og);
+  }
+}
+
 int main(void) {
   /* MIXP_PARITY_HARNESS_CHECK=1 runs the "GPU" side on a second CPU session:
    * a check of this file's own logic (shapes, calls, comparisons) on
@@ -704,6 +793,7 @@ int main(void) {
       cmocka_unit_test(test_shape_ops_bitwise),
       cmocka_unit_test(test_attention_and_mse),
       cmocka_unit_test(test_amp_step_parity_no_sync),
+      cmocka_unit_test(test_optimizer_steps_bitwise),
   };
   const int rc = cmocka_run_group_tests(tests, NULL, NULL);
   mixp_session_destroy(g_cpu);

@@ -60,10 +60,10 @@ class CpuBackend final : public Backend {
 
   void gemm(const GemmArgs &args) override;
 
-  void sgd_step(const optim::ParamArgs &p, void *momentum_buf, const optim::SgdArgs &args,
+  void sgd_step(const optim::ParamArgs *params, int count, const optim::SgdArgs &args,
                 const float *found_inf) override;
-  void adam_step(const optim::ParamArgs &p, void *exp_avg, void *exp_avg_sq,
-                 const optim::AdamArgs &args, const float *found_inf) override;
+  void adam_step(const optim::ParamArgs *params, int count, const optim::AdamArgs &args,
+                 const float *found_inf) override;
 
   void non_finite_check_and_unscale(const View *grads, int n, const View &found_inf,
                                     const View &inv_scale) override;

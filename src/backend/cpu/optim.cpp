@@ -1,5 +1,5 @@
 // The CPU backend's optimizer steps (Backend::sgd_step/adam_step), fused
-// updates on host memory: one pass over p (or its fp32
+// updates on host memory, parameter by parameter: one pass over p (or its fp32
 // master), g and the state, arithmetic in acc_t<T> (fp32 for the half types
 // and F32, fp64 for F64), the parameter rounded once per step to its dtype.
 // Each kernel first reads the skip flag and the step counter from memory,
@@ -165,25 +165,33 @@ void dispatch_param(const ParamArgs &pa, const char *kernel, F &&f) {
 }  // namespace
 }  // namespace optim
 
-void CpuBackend::sgd_step(const optim::ParamArgs &pa, void *buf, const optim::SgdArgs &a,
+// One parameter after another: each update is already parallel over its
+// elements, and on the CPU there are no launches to save.
+void CpuBackend::sgd_step(const optim::ParamArgs *params, int count, const optim::SgdArgs &a,
                           const float *found_inf) {
   using namespace optim;
   if (skipped(found_inf)) return;
-  dispatch_param(pa, "sgd", [&](auto tag, auto master, auto gf32) {
-    using T = decltype(tag);
-    sgd_typed<T, decltype(master)::value, decltype(gf32)::value>(pa, static_cast<acc_t<T> *>(buf), a);
-  });
+  for (int i = 0; i < count; ++i) {
+    const ParamArgs &pa = params[i];
+    dispatch_param(pa, "sgd", [&](auto tag, auto master, auto gf32) {
+      using T = decltype(tag);
+      sgd_typed<T, decltype(master)::value, decltype(gf32)::value>(pa, static_cast<acc_t<T> *>(pa.buf1), a);
+    });
+  }
 }
 
-void CpuBackend::adam_step(const optim::ParamArgs &pa, void *exp_avg, void *exp_avg_sq,
-                           const optim::AdamArgs &a, const float *found_inf) {
+void CpuBackend::adam_step(const optim::ParamArgs *params, int count, const optim::AdamArgs &a,
+                           const float *found_inf) {
   using namespace optim;
   if (skipped(found_inf)) return;
-  dispatch_param(pa, "adam", [&](auto tag, auto master, auto gf32) {
-    using T = decltype(tag);
-    adam_typed<T, decltype(master)::value, decltype(gf32)::value>(pa, static_cast<acc_t<T> *>(exp_avg),
-                                           static_cast<acc_t<T> *>(exp_avg_sq), a);
-  });
+  for (int i = 0; i < count; ++i) {
+    const ParamArgs &pa = params[i];
+    dispatch_param(pa, "adam", [&](auto tag, auto master, auto gf32) {
+      using T = decltype(tag);
+      adam_typed<T, decltype(master)::value, decltype(gf32)::value>(pa, static_cast<acc_t<T> *>(pa.buf1),
+                                                                    static_cast<acc_t<T> *>(pa.buf2), a);
+    });
+  }
 }
 
 }  // namespace mixp
