@@ -1,9 +1,11 @@
 // CUDA fused optimizer steps (backend/optimizer_args.hpp): SGD and
 // Adam/AdamW, reading or writing each parameter's fp32 master and rounding
-// the half parameter once. The skip flag (found_inf) and the step counters
-// (F64 in device memory) are read on the device: a flagged step returns
-// before touching anything, and a separate small kernel advances the
-// counters only for steps that ran, so the host never waits.
+// the half parameter once (stochastically where asked, stochastic_round.hpp);
+// the state is F32 (F64 for F64 parameters) or BF16. The skip flag
+// (found_inf) and the step counters (F64 in device memory) are read on the
+// device: a flagged step returns before touching anything, and a separate
+// small kernel advances the counters only for steps that ran, so the host
+// never waits.
 //
 // Multi-tensor: the parameters go in tables of up to kTableParams (pointers
 // in the kernel's parameter space), each parameter cut into chunks of
@@ -25,6 +27,7 @@
 
 #include "common.cuh"
 #include "backend/optimizer_args.hpp"
+#include "backend/stochastic_round.hpp"
 
 namespace mixp::cuda {
 namespace {
@@ -51,7 +54,7 @@ constexpr int kPerThread = 4;
 constexpr int64_t kChunk = int64_t(kThreadsOpt) * kPerThread * 16;
 constexpr int kTableParams = 32;
 
-// About 1.9 KB, inside the classic 4 KB kernel-parameter limit. Parameter k
+// About 2.4 KB, inside the classic 4 KB kernel-parameter limit. Parameter k
 // owns blocks [first_block[k], first_block[k + 1]).
 struct Table {
   void *param[kTableParams];
@@ -61,6 +64,7 @@ struct Table {
   void *buf2[kTableParams];
   double *step[kTableParams];
   int64_t n[kTableParams];
+  uint64_t seed[kTableParams], offset[kTableParams];  // stochastic rounding's stream
   int32_t first_block[kTableParams + 1];
   int32_t count;
 };
@@ -133,12 +137,19 @@ struct AdamUpdate {
   }
 };
 
+// The parameter's new value r, element i, rounded to its storage type.
+template <class T, bool kStochastic>
+__device__ __forceinline__ T round_param(acc_t<T> r, uint64_t seed, uint64_t offset, int64_t i) {
+  if constexpr (kStochastic) return T{bf16_bits_stochastic(r, stochastic_bits(seed, offset, uint64_t(i)))};
+  else return st<T>(r);
+}
+
 // Elements [i, i + count) of one parameter, count <= 4; vec: one load per
-// array (then count == 4).
-template <class T, class G, bool kMaster, class U>
+// array (then count == 4). S is the state's storage type.
+template <class T, class G, class S, bool kMaster, bool kStochastic, class U>
 __device__ __forceinline__ void update_run(const U &u, const typename U::Scalars &sc, T *param, float *master,
-                                           const G *grad, acc_t<T> *b1, acc_t<T> *b2, int64_t i, int count,
-                                           bool vec) {
+                                           const G *grad, S *b1, S *b2, uint64_t seed, uint64_t offset,
+                                           int64_t i, int count, bool vec) {
   using A = acc_t<T>;
   A p[4], g[4], s1[4] = {}, s2[4] = {};
   if (vec) {
@@ -155,21 +166,21 @@ __device__ __forceinline__ void update_run(const U &u, const typename U::Scalars
 #pragma unroll
     for (int e = 0; e < 4; ++e) g[e] = fz(A(ld(qg.v[e])));
     if (b1) {
-      const Quad<A> q = *reinterpret_cast<const Quad<A> *>(b1 + i);
+      const Quad<S> q = *reinterpret_cast<const Quad<S> *>(b1 + i);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s1[e] = q.v[e];
+      for (int e = 0; e < 4; ++e) s1[e] = ld(q.v[e]);
     }
     if (b2) {
-      const Quad<A> q = *reinterpret_cast<const Quad<A> *>(b2 + i);
+      const Quad<S> q = *reinterpret_cast<const Quad<S> *>(b2 + i);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s2[e] = q.v[e];
+      for (int e = 0; e < 4; ++e) s2[e] = ld(q.v[e]);
     }
   } else {
     for (int e = 0; e < count; ++e) {
       if constexpr (kMaster) p[e] = fz(master[i + e]); else p[e] = fz(ld(param[i + e]));
       g[e] = fz(A(ld(grad[i + e])));
-      if (b1) s1[e] = b1[i + e];
-      if (b2) s2[e] = b2[i + e];
+      if (b1) s1[e] = ld(b1[i + e]);
+      if (b2) s2[e] = ld(b2[i + e]);
     }
   }
   A r[4];
@@ -177,21 +188,24 @@ __device__ __forceinline__ void update_run(const U &u, const typename U::Scalars
   for (int e = 0; e < 4; ++e)
     if (vec || e < count) r[e] = u.update(p[e], g[e], s1[e], s2[e], sc);
   if (vec) {
-    if (b1) *reinterpret_cast<Quad<A> *>(b1 + i) = Quad<A>{{s1[0], s1[1], s1[2], s1[3]}};
-    if (b2) *reinterpret_cast<Quad<A> *>(b2 + i) = Quad<A>{{s2[0], s2[1], s2[2], s2[3]}};
+    if (b1) *reinterpret_cast<Quad<S> *>(b1 + i) = Quad<S>{{st<S>(s1[0]), st<S>(s1[1]), st<S>(s1[2]), st<S>(s1[3])}};
+    if (b2) *reinterpret_cast<Quad<S> *>(b2 + i) = Quad<S>{{st<S>(s2[0]), st<S>(s2[1]), st<S>(s2[2]), st<S>(s2[3])}};
     if constexpr (kMaster) *reinterpret_cast<Quad<float> *>(master + i) = Quad<float>{{r[0], r[1], r[2], r[3]}};
-    *reinterpret_cast<Quad<T> *>(param + i) = Quad<T>{{st<T>(r[0]), st<T>(r[1]), st<T>(r[2]), st<T>(r[3])}};
+    Quad<T> q;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) q.v[e] = round_param<T, kStochastic>(r[e], seed, offset, i + e);
+    *reinterpret_cast<Quad<T> *>(param + i) = q;
   } else {
     for (int e = 0; e < count; ++e) {
-      if (b1) b1[i + e] = s1[e];
-      if (b2) b2[i + e] = s2[e];
+      if (b1) b1[i + e] = st<S>(s1[e]);
+      if (b2) b2[i + e] = st<S>(s2[e]);
       if constexpr (kMaster) master[i + e] = r[e];
-      param[i + e] = st<T>(r[e]);
+      param[i + e] = round_param<T, kStochastic>(r[e], seed, offset, i + e);
     }
   }
 }
 
-template <class T, class G, bool kMaster, class U>
+template <class T, class G, class S, bool kMaster, bool kStochastic, class U>
 __global__ void __launch_bounds__(kThreadsOpt) multi_step_kernel(Table t, const float *found_inf, U u) {
   using A = acc_t<T>;
   if (skipped(found_inf)) return;
@@ -203,15 +217,16 @@ __global__ void __launch_bounds__(kThreadsOpt) multi_step_kernel(Table t, const 
   T *param = static_cast<T *>(t.param[k]);
   float *master = t.master[k];
   const G *grad = static_cast<const G *>(t.grad[k]);
-  A *b1 = static_cast<A *>(t.buf1[k]), *b2 = static_cast<A *>(t.buf2[k]);
+  S *b1 = static_cast<S *>(t.buf1[k]), *b2 = static_cast<S *>(t.buf2[k]);
   const int64_t lo = int64_t(int32_t(blockIdx.x) - t.first_block[k]) * kChunk;
   const int64_t hi = min(t.n[k], lo + kChunk);
   // Chunk starts are multiples of kChunk, so the arrays' bases decide.
   const bool vec = quad_aligned<T>(param) && quad_aligned<float>(master) && quad_aligned<G>(grad) &&
-                   quad_aligned<A>(b1) && quad_aligned<A>(b2);
+                   quad_aligned<S>(b1) && quad_aligned<S>(b2);
   for (int64_t i = lo + int64_t(threadIdx.x) * kPerThread; i < hi; i += int64_t(blockDim.x) * kPerThread) {
     const int count = hi - i < kPerThread ? int(hi - i) : kPerThread;
-    update_run<T, G, kMaster>(u, sc, param, master, grad, b1, b2, i, count, vec && count == kPerThread);
+    update_run<T, G, S, kMaster, kStochastic>(u, sc, param, master, grad, b1, b2, t.seed[k], t.offset[k], i,
+                                              count, vec && count == kPerThread);
   }
 }
 
@@ -221,22 +236,51 @@ __global__ void steps_inc_kernel(Table t, const float *found_inf) {
 
 // The storage types of one parameter, which every parameter of a table shares.
 struct Kind {
-  DType dtype;
-  bool master, grad_f32;
-  bool same(const Kind &o) const { return dtype == o.dtype && master == o.master && grad_f32 == o.grad_f32; }
+  DType dtype, state_dtype;
+  bool master, grad_f32, stochastic;
+  bool same(const Kind &o) const {
+    return dtype == o.dtype && state_dtype == o.state_dtype && master == o.master && grad_f32 == o.grad_f32 &&
+           stochastic == o.stochastic;
+  }
 };
 
-// Calls f(T{}, G{}, std::bool_constant<master>{}) for a kind; a master is
-// fp32 and pairs only with fp32-compute params.
+// Calls f(T{}, G{}, S{}, std::bool_constant<master>{}, std::bool_constant<stochastic>{})
+// for a kind. A master is fp32 and pairs only with fp32-compute params; BF16
+// state only with them too; stochastic rounding only for BF16 parameters
+// without a master.
 template <class F>
 void dispatch_kind(const Kind &kind, const char *kernel, F &&f) {
   dispatch_float_dt(kind.dtype, kernel, [&](auto tag) {
-    using T = decltype(tag);
+    using T = std::remove_cvref_t<decltype(tag)>;
+    using A = acc_t<T>;
+    auto with_state = [&](auto gtag, auto master) {
+      constexpr bool kM = decltype(master)::value;
+      auto with_rounding = [&](auto state) {
+        if (!kind.stochastic) {
+          f(T{}, gtag, state, master, std::false_type{});
+        } else if constexpr (std::is_same_v<T, bf16> && !kM) {
+          f(T{}, gtag, state, master, std::true_type{});
+        } else {
+          fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": stochastic rounding of a ", dtype_name(kind.dtype),
+               kM ? " parameter with a master" : " parameter");
+        }
+      };
+      if (kind.state_dtype == (std::is_same_v<A, double> ? MIXP_F64 : MIXP_F32)) {
+        with_rounding(A{});
+      } else if constexpr (std::is_same_v<A, float>) {
+        if (kind.state_dtype != MIXP_BF16)
+          fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": state dtype ", dtype_name(kind.state_dtype));
+        with_rounding(bf16{});
+      } else {
+        fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": state dtype ", dtype_name(kind.state_dtype), " for a ",
+             dtype_name(kind.dtype), " parameter");
+      }
+    };
     if (!kind.master) {
-      f(tag, tag, std::false_type{});
-    } else if constexpr (std::is_same_v<acc_t<T>, float>) {
-      if (kind.grad_f32) f(tag, float{}, std::true_type{});
-      else f(tag, tag, std::true_type{});
+      with_state(T{}, std::false_type{});
+    } else if constexpr (std::is_same_v<A, float>) {
+      if (kind.grad_f32) with_state(float{}, std::true_type{});
+      else with_state(T{}, std::true_type{});
     } else {
       fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": an fp32 master for an F64 parameter");
     }
@@ -260,7 +304,8 @@ void for_each_table(const optim::ParamArgs *params, int count, const char *kerne
   for (int i = 0; i < count; ++i) {
     const optim::ParamArgs &pa = params[i];
     if (!pa.step) fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": the step counter is NULL");
-    const Kind k{pa.dtype, pa.master != nullptr, pa.master != nullptr && pa.grad_f32};
+    const Kind k{pa.dtype, pa.state_dtype, pa.master != nullptr, pa.master != nullptr && pa.grad_f32,
+                 pa.stochastic};
     const int64_t chunks = (pa.n + kChunk - 1) / kChunk;
     if (t.count == kTableParams || (t.count > 0 && !k.same(kind)) || blocks + chunks > INT32_MAX) flush();
     if (chunks > INT32_MAX)
@@ -274,6 +319,8 @@ void for_each_table(const optim::ParamArgs *params, int count, const char *kerne
     t.buf2[j] = pa.buf2;
     t.step[j] = pa.step;
     t.n[j] = pa.n;
+    t.seed[j] = pa.seed;
+    t.offset[j] = pa.offset;
     t.first_block[j] = int32_t(blocks);
     blocks += chunks;
   }
@@ -286,13 +333,14 @@ template <template <class> class Update, class Make>
 void multi_step(CudaBackend &be, const optim::ParamArgs *params, int count, const char *kernel,
                 const float *found_inf, Make &&make) {
   for_each_table(params, count, kernel, [&](const Table &t, const Kind &kind, int64_t blocks) {
-    dispatch_kind(kind, kernel, [&](auto tag, auto gtag, auto master) {
-      using T = decltype(tag);
-      using G = decltype(gtag);
+    dispatch_kind(kind, kernel, [&](auto tag, auto gtag, auto state, auto master, auto stochastic) {
+      using T = std::remove_cvref_t<decltype(tag)>;
+      using G = std::remove_cvref_t<decltype(gtag)>;
+      using S = std::remove_cvref_t<decltype(state)>;
       if (blocks > 0) {
         const Update<acc_t<T>> u = make(tag);
-        multi_step_kernel<T, G, decltype(master)::value><<<unsigned(blocks), kThreadsOpt, 0, be.stream()>>>(
-            t, found_inf, u);
+        multi_step_kernel<T, G, S, decltype(master)::value, decltype(stochastic)::value>
+            <<<unsigned(blocks), kThreadsOpt, 0, be.stream()>>>(t, found_inf, u);
         MIXP_CUDA_LAUNCHED();
       }
     });

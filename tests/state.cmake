@@ -28,9 +28,10 @@ endif()
 set_tests_properties(state_safetensors_python PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 
 # mixp-train: N steps, save, resume for the rest == the whole run straight,
-# bit for bit, under O0 and O2 f16 with a dynamic loss scale.
+# bit for bit, under O0, O2 f16 with a dynamic loss scale, and O2 bf16
+# without masters (bf16 moments, stochastic rounding).
 if(TARGET mixp-train)
-  foreach(amp O0 O2)
+  foreach(amp O0 O2 O2lowmem)
     add_test(NAME mixp_train_resume_exact_${amp}
       COMMAND ${CMAKE_COMMAND} -DTRAIN=$<TARGET_FILE:mixp-train> -DAMP=${amp}
               -DWORK=${CMAKE_CURRENT_BINARY_DIR}/train_resume_${amp}

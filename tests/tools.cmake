@@ -169,3 +169,10 @@ add_test(NAME mixp_train_op_stats
           --amp O1 --amp-dtype bf16 --op-stats)
 set_tests_properties(mixp_train_op_stats PROPERTIES TIMEOUT 120
   PASS_REGULAR_EXPRESSION "op stats \\(first step\\):\nop +\\| fp16 calls[^\n]*\n[-+]+\nlinear +\\| +0 \\| +2 \\| +0 \\| +0 \\| +0\nlinear \\(backward\\) +\\| +0 \\| +2 \\|[^\n]*\nrelu +\\| +0 \\| +1 \\|[^\n]*\n[^\n]*\ncross_entropy +\\| +0 \\| +0 \\| +1 \\|")
+
+# The optimizer's memory options (bf16 parameters without masters and
+# stochastic rounding, bf16 moments) end within 5% of the fp32-master run's
+# loss on the Fashion-MNIST MLP and a small GPT (tests/memory_options.sh).
+add_test(NAME mixp_train_memory_options
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/memory_options.sh $<TARGET_FILE:mixp-train> ${PROJECT_SOURCE_DIR}/README.md)
+set_tests_properties(mixp_train_memory_options PROPERTIES TIMEOUT 300)

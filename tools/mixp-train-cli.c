@@ -68,6 +68,11 @@ void usage(FILE *f) {
           "  --explain-overflow      on a step the loss scaler skips, print the parameters whose\n"
           "                          gradients were non-finite (scans them: that step waits)\n"
           "  --accum-steps N         accumulate gradients over N batches per optimizer step (default 1)\n"
+          "  --master-weights on|off O2: keep fp32 master weights in the optimizer (default on); off\n"
+          "                          updates the half parameters themselves (half the memory)\n"
+          "  --stochastic-rounding   O2 bf16 without masters: round parameter updates stochastically,\n"
+          "                          so updates below half a bf16 step are not lost\n"
+          "  --optimizer-state T     f32 (default) or bf16: the dtype of the optimizer's moments\n"
           "  --check-numerics M      off (default), warn or error: report the first op with NaN/Inf\n"
           "  --compare               run O0, O1 and O2 with the same seed and print one table\n"
           "\n"
@@ -209,6 +214,8 @@ static const int kAmpLevels[] = {MIXP_AMP_O0, MIXP_AMP_O1, MIXP_AMP_O2, MIXP_AMP
 static const int kAmpDtypes[] = {MIXP_F16, MIXP_BF16};
 static const int kNumerics[] = {MIXP_NUMERICS_OFF, MIXP_NUMERICS_WARN, MIXP_NUMERICS_ERROR};
 static const int kOptimizers[] = {1, 0}; /* args.adamw */
+static const int kOnOff[] = {1, 0};
+static const int kStateDtypes[] = {MIXP_F32, MIXP_BF16};
 
 static const flag kFlags[] = {
     {"--model", CHOICE, AT(model), 0, 0,
@@ -238,6 +245,9 @@ static const flag kFlags[] = {
     {"--op-stats", SWITCH, AT(op_stats), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--explain-overflow", SWITCH, AT(explain_overflow), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--accum-steps", INT, AT(accum_steps), 1, 1 << 20, NULL, NULL, NULL, 0, 0},
+    {"--master-weights", CHOICE, AT(master_weights), 0, 0, "on,off", kOnOff, NULL, AT(master_weights_set), 0},
+    {"--stochastic-rounding", SWITCH, AT(stochastic_rounding), 0, 0, NULL, NULL, NULL, 0, 0},
+    {"--optimizer-state", CHOICE, AT(optimizer_state), 0, 0, "f32,bf16", kStateDtypes, NULL, 0, 0},
     {"--check-numerics", CHOICE, AT(check_numerics), 0, 0, "off,warn,error", kNumerics, NULL, 0, 0},
     {"--compare", SWITCH, AT(compare), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--logdir", TEXT, AT(logdir), 0, 0, NULL, NULL, NULL, 0, 1},
@@ -318,6 +328,8 @@ static void set_defaults(args *a) {
   a->loss_scale = MIXP_SCALER_AUTO;
   a->init_scale = 65536.0;
   a->accum_steps = 1;
+  a->master_weights = 1;
+  a->optimizer_state = MIXP_F32;
   a->check_numerics = MIXP_NUMERICS_OFF;
   a->log_every = 10;
 }
@@ -338,6 +350,12 @@ static void check_combinations(args *a) {
     bad_usage("--max-steps must be a multiple of --accum-steps (%d)", a->accum_steps);
   if (a->save_every % a->accum_steps != 0)
     bad_usage("--save-every must be a multiple of --accum-steps (%d)", a->accum_steps);
+  const int o2 = a->amp_level == MIXP_AMP_O2 || a->compare;
+  if (a->master_weights_set && !o2)
+    bad_usage("--master-weights is O2's choice: use it with --amp O2 (or --compare)");
+  if (a->stochastic_rounding && (!o2 || a->master_weights || a->amp_dtype != MIXP_BF16))
+    bad_usage("--stochastic-rounding rounds bf16 parameters kept without fp32 masters: "
+              "use it with --amp O2 --amp-dtype bf16 --master-weights off");
   if (a->compare && (a->save_path || a->resume_path))
     bad_usage("--compare runs three trainings; it takes no --save or --resume");
 }

@@ -112,11 +112,14 @@ static mixp_optimizer *make_optimizer(run_ctx *r) {
   oo.lr = a->lr;
   if (!a->adamw) oo.momentum = 0.9;
   if (a->wd_set) oo.weight_decay = a->weight_decay;
+  oo.state_dtype = a->optimizer_state;
+  oo.stochastic_rounding = a->stochastic_rounding;
   mixp_optimizer *opt = NULL;
   CHECK(mixp_optimizer_create(r->s, params, np, &oo, &opt));
   for (int i = 0; i < np; ++i) mixp_tensor_release(params[i]);
-  printf("optimizer: %s lr=%g weight_decay=%g%s | batch %" PRId64 " | epochs %d\n",
+  printf("optimizer: %s lr=%g weight_decay=%g%s%s%s | batch %" PRId64 " | epochs %d\n",
          a->adamw ? "adamw" : "sgd", oo.lr, oo.weight_decay, a->adamw ? "" : " momentum=0.9",
+         oo.state_dtype == MIXP_BF16 ? " state=bf16" : "", oo.stochastic_rounding ? " stochastic-rounding" : "",
          a->batch, a->epochs);
   return opt;
 }
@@ -191,6 +194,7 @@ static void setup(run_ctx *r, const args *a) {
     mixp_decorate_options d;
     mixp_decorate_options_init(&d);
     d.dtype = a->amp_dtype;
+    d.master_weights = a->master_weights;
     CHECK(mixp_amp_decorate(r->m.zoo, t->opt, &d));
   }
   t->scaler = make_scaler(r->s, a);

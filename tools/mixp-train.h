@@ -57,6 +57,10 @@ typedef struct args {
   int op_stats;                 /* --op-stats: the first step's op table */
   int explain_overflow;         /* --explain-overflow: name the non-finite gradients of a skipped step */
   int accum_steps;              /* --accum-steps (default 1) */
+  int master_weights;           /* --master-weights on|off: O2's fp32 masters (default on) */
+  int master_weights_set;
+  int stochastic_rounding;      /* --stochastic-rounding: bf16 parameters without masters */
+  mixp_dtype optimizer_state;   /* --optimizer-state f32|bf16 (default f32) */
   mixp_numerics_mode check_numerics; /* --check-numerics off|warn|error */
   int compare;                  /* --compare: O0, O1 and O2 in one table */
   /* Training logs (mixp-train-log.h). */

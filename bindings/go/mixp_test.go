@@ -481,3 +481,62 @@ func TestGoroutines(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// SGD steps of 2^-12 on BF16 weights at 1.0: lost to nearest rounding,
+// kept on average with stochastic rounding (mean 1 - 2^-8 after 16 steps).
+func TestOptimizerStochasticRounding(t *testing.T) {
+	run := func(stochastic bool) float64 {
+		s := newSession(t)
+		w := ok(mixp.Ones(s, mixp.BF16, 4096))(t)
+		defer w.Close()
+		if err := w.SetRequiresGrad(true); err != nil {
+			t.Fatal(err)
+		}
+		g := ok(mixp.Full(s, mixp.BF16, 1.0/4096, 4096))(t)
+		defer g.Close()
+		o := mixp.DefaultOptimizerOptions(mixp.SGD)
+		o.LR = 1
+		o.StochasticRounding = stochastic
+		o.StateDType = mixp.BF16
+		opt := ok(mixp.NewOptimizer(s, []*mixp.Tensor{w}, o))(t)
+		defer opt.Close()
+		for i := 0; i < 16; i++ {
+			if err := opt.ZeroGrad(); err != nil {
+				t.Fatal(err)
+			}
+			wg := ok(w.Mul(g))(t)
+			loss := ok(wg.Sum(false))(t)
+			if err := loss.Backward(); err != nil {
+				t.Fatal(err)
+			}
+			wg.Close()
+			loss.Close()
+			if err := opt.Step(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v := ok(w.Float32s())(t)
+		mean := 0.0
+		for _, x := range v {
+			mean += float64(x) / float64(len(v))
+		}
+		return mean
+	}
+	if m := run(false); m != 1 {
+		t.Fatalf("nearest rounding moved the weights: mean %v", m)
+	}
+	if m := run(true); math.Abs(m-(1-1.0/256)) >= 1.0/2048 {
+		t.Fatalf("stochastic rounding: mean %v, want %v", m, 1-1.0/256)
+	}
+	bad := mixp.DefaultOptimizerOptions(mixp.Adam)
+	bad.StateDType = mixp.F16
+	s := newSession(t)
+	w := ok(mixp.Ones(s, mixp.F32, 2))(t)
+	defer w.Close()
+	if err := w.SetRequiresGrad(true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mixp.NewOptimizer(s, []*mixp.Tensor{w}, bad); err == nil || !strings.Contains(err.Error(), "state_dtype") {
+		t.Fatalf("state_dtype F16 accepted: %v", err)
+	}
+}

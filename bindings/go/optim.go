@@ -27,6 +27,12 @@ type OptimizerOptions struct {
 	WarmupCosine            bool // warmup + cosine schedule instead of a constant LR
 	WarmupSteps, TotalSteps int64
 	MinLR                   float64
+	// StateDType stores the moments / momentum as F32 (default) or BF16
+	// (half the memory).
+	StateDType DType
+	// StochasticRounding writes BF16 parameters kept without fp32 masters
+	// with stochastic rounding, so updates below half a bf16 step survive.
+	StochasticRounding bool
 }
 
 // DefaultOptimizerOptions are mixp's defaults for kind (AdamW: lr 1e-3,
@@ -40,6 +46,7 @@ func DefaultOptimizerOptions(kind OptimizerKind) OptimizerOptions {
 		Beta1: r.GetBeta1(), Beta2: r.GetBeta2(), Eps: r.GetEps(),
 		WarmupCosine: r.GetSchedule() == raw.MIXP_LR_WARMUP_COSINE,
 		WarmupSteps:  r.GetWarmup_steps(), TotalSteps: r.GetTotal_steps(), MinLR: r.GetMin_lr(),
+		StateDType: DType(r.GetState_dtype()), StochasticRounding: r.GetStochastic_rounding() != 0,
 	}
 }
 
@@ -61,6 +68,8 @@ func (o OptimizerOptions) toRaw() raw.Mixp_optimizer_options {
 	r.SetWarmup_steps(o.WarmupSteps)
 	r.SetTotal_steps(o.TotalSteps)
 	r.SetMin_lr(o.MinLR)
+	r.SetState_dtype(raw.Mixp_dtype(o.StateDType))
+	r.SetStochastic_rounding(b2i(o.StochasticRounding))
 	return r
 }
 

@@ -1,6 +1,7 @@
 /* The recipes of docs/amp-guide.md, compiled and run (build/tools/
  * mixp-example-amp-recipes, run by the test suite): O2 decoration with
- * gradient accumulation and clipping, the scaler configured as Paddle and
+ * gradient accumulation and clipping, O2 bf16 at the least optimizer memory,
+ * the scaler configured as Paddle and
  * Megatron configure theirs, custom op lists, and the numerics checker.
  * The guide quotes the regions between the <doc:NAME> markers. */
 #include <stdint.h>
@@ -87,6 +88,59 @@ static int o2_accumulate_clip(mixp_session *s, mixp_dataset *data) {
   return last < first ? 0 : 1;
 }
 
+/* O2 bf16 at the least memory: bf16 moments, no fp32 masters, and the bf16
+ * parameters written with stochastic rounding. */
+static int o2_low_memory(mixp_session *s, mixp_dataset *data) {
+  mixp_module *model;
+  CHECK(mixp_model_create(s, "mlp in=784 hidden=128 classes=10", &model));
+  mixp_tensor *params[16];
+  int n = mixp_module_num_parameters(model);
+  for (int i = 0; i < n; ++i) CHECK(mixp_module_parameter(model, i, &params[i]));
+  mixp_optimizer *opt;
+  /* <doc:memory-options> */
+  mixp_optimizer_options oo;
+  mixp_optimizer_options_init(&oo, MIXP_OPTIM_ADAMW);
+  oo.state_dtype = MIXP_BF16;      /* bf16 exp_avg / exp_avg_sq */
+  oo.stochastic_rounding = 1;      /* bf16 parameters without masters */
+  CHECK(mixp_optimizer_create(s, params, n, &oo, &opt));
+  mixp_decorate_options d;
+  mixp_decorate_options_init(&d);
+  d.dtype = MIXP_BF16;
+  d.master_weights = 0;            /* the bf16 parameters are the only copy */
+  CHECK(mixp_amp_decorate(model, opt, &d));
+  /* </doc:memory-options> */
+  for (int i = 0; i < n; ++i) mixp_tensor_release(params[i]);
+  mixp_autocast_options ac;
+  mixp_autocast_options_init(&ac);
+  ac.level = MIXP_AMP_O2;
+  ac.dtype = MIXP_BF16;
+  mixp_loader *loader;
+  CHECK(mixp_loader_create(data, NULL, &loader));
+  double first = 0, last = 0;
+  for (int step = 0; step < 40; ++step) {
+    mixp_tensor *x, *y, *logits, *loss;
+    if (mixp_loader_next(loader, &x, &y) != MIXP_OK) CHECK(mixp_loader_next(loader, &x, &y));
+    CHECK(mixp_optimizer_zero_grad(opt));
+    CHECK(mixp_autocast_push(s, &ac));
+    CHECK(mixp_module_forward(model, x, &logits));
+    CHECK(mixp_cross_entropy(logits, y, MIXP_REDUCTION_MEAN, MIXP_IGNORE_INDEX_DEFAULT, &loss));
+    CHECK(mixp_autocast_pop(s));
+    CHECK(mixp_backward(loss, NULL)); /* bf16: no loss scaling needed */
+    CHECK(mixp_optimizer_step(opt));
+    double v;
+    CHECK(mixp_tensor_item(loss, &v));
+    if (step == 0) first = v;
+    last = v;
+    mixp_tensor *tmp[] = {x, y, logits, loss};
+    for (int k = 0; k < 4; ++k) mixp_tensor_release(tmp[k]);
+  }
+  printf("O2 bf16 without masters, bf16 moments, stochastic rounding: loss %.4f -> %.4f\n", first, last);
+  mixp_loader_destroy(loader);
+  mixp_optimizer_destroy(opt);
+  mixp_module_destroy(model);
+  return last < first ? 0 : 1;
+}
+
 /* Scalers configured like other frameworks' (see the guide's table). */
 static int scaler_configs(mixp_session *s) {
   /* <doc:scaler-paddle> */
@@ -169,7 +223,7 @@ int main(void) {
   mixp_synthetic_options_init(&syn);
   mixp_dataset *data;
   CHECK(mixp_dataset_synthetic(s, &syn, &data));
-  int rc = o2_accumulate_clip(s, data) || scaler_configs(s) || custom_lists(s) || numerics(s);
+  int rc = o2_accumulate_clip(s, data) || o2_low_memory(s, data) || scaler_configs(s) || custom_lists(s) || numerics(s);
   mixp_dataset_destroy(data);
   mixp_session_destroy(s);
   if (rc == 0) printf("all recipes ran\n");

@@ -1927,6 +1927,20 @@ typedef struct mixp_optimizer_options {
   int64_t warmup_steps;          /**< Warmup steps for MIXP_LR_WARMUP_COSINE. */
   int64_t total_steps;           /**< Steps at which the cosine reaches min_lr. */
   double min_lr;                 /**< Final learning rate of the cosine (0). */
+  /** Storage of the optimizer state (SGD's momentum, Adam's exp_avg and
+   *  exp_avg_sq) of F32/F16/BF16 parameters: MIXP_F32 (default) or MIXP_BF16,
+   *  half the memory. The update is computed in fp32 either way; the new
+   *  state is stored rounded to nearest. F64 parameters keep F64 state.
+   *  Since 0.4 (a 0.3-sized struct reads as MIXP_F32). */
+  mixp_dtype state_dtype;
+  /** 1: BF16 parameters updated without an fp32 master (mixp_amp_decorate()
+   *  with master_weights = 0, or plain BF16 parameters) are written with
+   *  stochastic rounding: rounded up with probability equal to the part that
+   *  bf16 cannot hold, from the session's Philox stream, so an update smaller
+   *  than half a bf16 step moves the parameter on average instead of being
+   *  rounded away. The same seed gives the same result on every device.
+   *  Other parameters are unaffected. 0 (default): round to nearest. Since 0.4. */
+  int stochastic_rounding;
 } mixp_optimizer_options;
 
 /**

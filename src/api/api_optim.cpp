@@ -9,15 +9,6 @@
 
 using namespace mixp;
 
-namespace {
-
-const mixp_optimizer_options &check_options_ptr(const mixp_optimizer_options *o, const char *fn) {
-  if (!o) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options is NULL");
-  return *o;
-}
-
-}  // namespace
-
 extern "C" {
 
 void mixp_optimizer_options_init(mixp_optimizer_options *options, mixp_optimizer_kind kind) {
@@ -30,7 +21,7 @@ mixp_status mixp_optimizer_create(mixp_session *session, mixp_tensor *const *par
   return guard(fn, [&] {
     Session *s = check_session(session, fn);
     check_out(out, fn);
-    const mixp_optimizer_options &o = check_options_ptr(options, fn);
+    const mixp_optimizer_options o = optim::read_options(options, fn);
     *out = make_optimizer(s, params, n, o, fn).release();
   });
 }
@@ -101,7 +92,7 @@ mixp_status mixp_lr_schedule_value(const mixp_optimizer_options *options, int64_
                                    double *lr) {
   static const char *fn = "mixp_lr_schedule_value";
   return guard(fn, [&] {
-    const mixp_optimizer_options &o = check_options_ptr(options, fn);
+    const mixp_optimizer_options o = optim::read_options(options, fn);
     optim::check_schedule_options(o, fn);
     if (step < 0) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": step must be >= 0, got ", step);
     check_out(lr, fn, "lr");

@@ -34,7 +34,7 @@ namespace mixp {
 // src/backend/ or to core/ops.def.
 // (v3: check_indices, scatter_dim. v4: the op table's enums, ScaleUpdate.rule. v5: batch_norm
 // parameters as stat Views, gw/gb F64. v6: sgd_step/adam_step over a list of parameters,
-// ParamArgs.buf1/buf2.)
+// ParamArgs.buf1/buf2/state_dtype/stochastic, stochastic_round.hpp.)
 inline constexpr uint32_t kBackendAbiVersion = 6;
 
 struct View {

@@ -13,11 +13,6 @@
 
 namespace mixp::optim {
 
-// The dtype of the optimizer state kept for a parameter of dtype `param`:
-// F32 for F32/F16/BF16 (a half momentum would lose the small updates), F64
-// for F64.
-inline DType state_dtype(DType param) noexcept { return param == MIXP_F64 ? MIXP_F64 : MIXP_F32; }
-
 // One parameter as the kernels see it. With a master (multi-precision, for
 // F16/BF16 parameters) the update reads and writes the fp32 master from an
 // fp32 gradient and stores the rounded result into the half parameter;
@@ -38,10 +33,19 @@ struct ParamArgs {
   // it when it updates, so the host never needs to know whether a step was
   // skipped.
   double *step = nullptr;
-  // The optimizer state, in state_dtype(dtype): SGD's momentum buffer in
-  // buf1 (null when momentum == 0); Adam's exp_avg in buf1, exp_avg_sq in buf2.
+  // The optimizer state: SGD's momentum buffer in buf1 (null when momentum
+  // == 0); Adam's exp_avg in buf1, exp_avg_sq in buf2. Stored as
+  // state_dtype: F64 for F64 parameters, else F32 or BF16 (half the memory;
+  // read widened, computed in fp32, stored rounded to nearest).
   void *buf1 = nullptr;
   void *buf2 = nullptr;
+  DType state_dtype = MIXP_F32;
+  // Stochastic rounding of the parameter write (only BF16 parameters without
+  // a master): element i is rounded with stochastic_bits(seed, offset, i)
+  // (stochastic_round.hpp); the caller reserves ceil(n / 4) Philox blocks
+  // from offset on.
+  bool stochastic = false;
+  uint64_t seed = 0, offset = 0;
 };
 
 // torch.optim.SGD for one parameter, with everything resolved for this step:

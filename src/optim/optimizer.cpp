@@ -44,6 +44,22 @@ void default_options(mixp_optimizer_options &o, mixp_optimizer_kind kind) noexce
   o.warmup_steps = 0;
   o.total_steps = 0;
   o.min_lr = 0.0;
+  o.state_dtype = MIXP_F32;
+  o.stochastic_rounding = 0;
+}
+
+mixp_optimizer_options read_options(const mixp_optimizer_options *o, const char *fn) {
+  if (!o) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options is NULL");
+  check_struct_size(*o, fn, "options", "fill options with mixp_optimizer_options_init()");
+  mixp_optimizer_options v;
+  default_options(v, o->kind);
+  std::memcpy(static_cast<void *>(&v), static_cast<const void *>(o), o->struct_size);
+  v.struct_size = sizeof v;
+  return v;
+}
+
+DType state_dtype_for(const mixp_optimizer_options &o, DType param) noexcept {
+  return param == MIXP_F64 ? MIXP_F64 : DType(o.state_dtype);
 }
 
 void check_schedule_options(const mixp_optimizer_options &o, const char *fn) {
@@ -70,6 +86,12 @@ void check_schedule_options(const mixp_optimizer_options &o, const char *fn) {
 void check_options(const mixp_optimizer_options &o, const char *fn) {
   check_schedule_options(o, fn);
   require_finite_min(o.weight_decay, 0.0, "weight_decay", fn);
+  if (o.state_dtype != MIXP_F32 && o.state_dtype != MIXP_BF16)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->state_dtype must be MIXP_F32 (0) or MIXP_BF16 (2), got ",
+         int(o.state_dtype));
+  if (o.stochastic_rounding != 0 && o.stochastic_rounding != 1)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->stochastic_rounding must be 0 or 1, got ",
+         o.stochastic_rounding);
   switch (o.kind) {
     case MIXP_OPTIM_SGD:
       require_finite_min(o.momentum, 0.0, "momentum", fn);
@@ -142,7 +164,7 @@ void mixp_optimizer::step(const char *fn) {
       g = contiguous(g);
       Work w{&slot, g, p.is_contiguous() ? slot.param : clone(slot.param), slot.buf1, slot.buf2,
              slot.step};
-      const DType sd = slot.master ? MIXP_F32 : optim::state_dtype(p.dtype);
+      const DType sd = optim::state_dtype_for(options, p.dtype);
       // Zeros even for SGD's momentum (whose first update overwrites it): a
       // first step skipped on the device must leave defined state behind.
       if (need_buf1 && !w.buf1) w.buf1 = zeros(s, sd, shape_of(p));
@@ -168,6 +190,12 @@ void mixp_optimizer::step(const char *fn) {
     pa.step = w.step->data_as<double>();
     pa.buf1 = w.buf1 ? w.buf1->data() : nullptr;
     pa.buf2 = w.buf2 ? w.buf2->data() : nullptr;
+    pa.state_dtype = optim::state_dtype_for(options, t.dtype);
+    if (options.stochastic_rounding && t.dtype == MIXP_BF16 && !pa.master) {
+      pa.stochastic = true;
+      pa.seed = s->seed;
+      pa.offset = s->take_rng(uint64_t(pa.n + 3) / 4);
+    }
     args.push_back(pa);
   }
   // Every parameter in one call: the backend may batch them.

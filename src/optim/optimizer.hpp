@@ -7,10 +7,26 @@
 #include <memory>
 #include <vector>
 
+#include "core/options.hpp"
 #include "core/tensor.hpp"
 #include "mixp/mixp.h"
 
+// 0.3's struct ended before state_dtype.
+template <>
+struct mixp::StructVersions<mixp_optimizer_options> {
+  static constexpr size_t first = offsetof(mixp_optimizer_options, state_dtype);
+};
+
 namespace mixp::optim {
+
+// The caller's options struct: the current size, or 0.3's, which ended
+// before state_dtype (core/options.hpp); a missing field reads as its default.
+mixp_optimizer_options read_options(const mixp_optimizer_options *o, const char *fn);
+
+// The dtype of the state kept for a parameter of dtype `param` under `o`:
+// F64 for F64 parameters, else o.state_dtype (F32 or BF16; also with an
+// fp32 master, which holds the parameter, not the moments).
+DType state_dtype_for(const mixp_optimizer_options &o, DType param) noexcept;
 
 // Validates every field mixp_lr_schedule_value() reads (struct_size, lr,
 // schedule, warmup_steps, total_steps, min_lr); messages name `fn` and the

@@ -217,7 +217,7 @@ OptPlan plan_optimizer(Reader &r, Optimizer &opt, size_t j, const std::set<const
     const Optimizer::Slot &slot = opt.slots[i];
     const std::string sp = str(pre, i, ".");
     const Shape shape = shape_of(*slot.param);
-    const DType sd = slot.master ? MIXP_F32 : optim::state_dtype(slot.param->dtype);
+    const DType sd = optim::state_dtype_for(o, slot.param->dtype);
     OptPlan::SlotState st;
     auto buffer = [&](const std::string &name) -> TensorPtr {
       const Entry *e = r.get(name, false);

@@ -16,6 +16,7 @@
 #include "test_util.h"
 
 static mixp_session *g_cpu, *g_gpu;
+static const char *g_gpu_device; /* "cuda", or "cpu" in a harness check */
 
 static mixp_session *make_session(const char *device) {
   mixp_session_options o;
@@ -679,8 +680,11 @@ static void test_amp_step_parity_no_sync(void **state) {
 /* 44 parameters of four dtypes in runs (so the CUDA backend's multi-tensor
  * tables split on a change of kind and after 32 parameters), sizes with
  * 1-3 element tails and several chunks; each gradient is x_i (backward of
- * sum(p_i * x_i)), three steps per optimizer configuration. The update is
- * the same IEEE operations in the same order on both devices. */
+ * sum(p_i * x_i)), three steps per optimizer configuration, the last two
+ * with BF16 state and stochastic rounding of the BF16 parameters. The update
+ * is the same IEEE operations in the same order on both devices, and the
+ * rounding bits the same Philox words: each configuration runs on a fresh
+ * pair of sessions with one seed, so both streams start at the same offset. */
 enum { OPT_PARAMS = 44 };
 
 static mixp_dtype opt_param_dtype(int i) {
@@ -704,7 +708,12 @@ static void opt_grads(mixp_tensor **p, mixp_tensor **x) {
 static void test_optimizer_steps_bitwise(void **state) {
   (void)state;
   static const int64_t sizes[7] = {1, 3, 4, 7, 16384, 16387, 40001};
-  for (int config = 0; config < 4; ++config) {
+  mixp_session *const keep_cpu = g_cpu, *const keep_gpu = g_gpu;
+  for (int config = 0; config < 6; ++config) {
+    g_cpu = make_session("cpu");
+    g_gpu = make_session(g_gpu_device);
+    assert_non_null(g_cpu);
+    assert_non_null(g_gpu);
     mixp_tensor *pc[OPT_PARAMS], *pg[OPT_PARAMS], *xc[OPT_PARAMS], *xg[OPT_PARAMS];
     for (int i = 0; i < OPT_PARAMS; ++i) {
       const int64_t shape[1] = {sizes[(i * 3 + config) % 7]};
@@ -737,9 +746,22 @@ static void test_optimizer_steps_bitwise(void **state) {
         oo.nesterov = 1;
         oo.weight_decay = 1e-4;
         break;
-      default: /* plain SGD: no momentum buffer */
+      case 3: /* plain SGD: no momentum buffer */
         mixp_optimizer_options_init(&oo, MIXP_OPTIM_SGD);
         oo.lr = 0.1;
+        break;
+      case 4: /* AdamW, BF16 moments, stochastic rounding */
+        mixp_optimizer_options_init(&oo, MIXP_OPTIM_ADAMW);
+        oo.lr = 1e-2;
+        oo.state_dtype = MIXP_BF16;
+        oo.stochastic_rounding = 1;
+        break;
+      default: /* SGD with momentum, BF16 momentum, stochastic rounding */
+        mixp_optimizer_options_init(&oo, MIXP_OPTIM_SGD);
+        oo.lr = 0.05;
+        oo.momentum = 0.9;
+        oo.state_dtype = MIXP_BF16;
+        oo.stochastic_rounding = 1;
         break;
     }
     mixp_optimizer *oc = NULL, *og = NULL;
@@ -760,7 +782,11 @@ static void test_optimizer_steps_bitwise(void **state) {
     }
     mixp_optimizer_destroy(oc);
     mixp_optimizer_destroy(og);
+    mixp_session_destroy(g_cpu);
+    mixp_session_destroy(g_gpu);
   }
+  g_cpu = keep_cpu;
+  g_gpu = keep_gpu;
 }
 
 int main(void) {
@@ -770,7 +796,8 @@ int main(void) {
   const char *harness = getenv("MIXP_PARITY_HARNESS_CHECK");
   const int harness_check = harness && strcmp(harness, "1") == 0;
   if (harness_check) printf("harness check: both sides run on the CPU\n");
-  g_gpu = make_session(harness_check ? "cpu" : "cuda");
+  g_gpu_device = harness_check ? "cpu" : "cuda";
+  g_gpu = make_session(g_gpu_device);
   if (!g_gpu) {
     /* Only a missing device (no plugin, driver or GPU) is a skip. */
     printf("SKIPPED: no CUDA session: %s\n", mixp_last_error());

@@ -581,6 +581,192 @@ static void test_optimizer_lr_and_step_count(void **state) {
   mixp_session_destroy(s);
 }
 
+/* ---- memory options: BF16 state, stochastic rounding ------------------------------------ */
+
+static mixp_session *session_seeded(uint64_t seed) {
+  mixp_session_options so;
+  mixp_session_options_init(&so);
+  so.seed = seed;
+  so.num_threads = 2;
+  so.device = mt_device();
+  mixp_session *s = NULL;
+  MT_OK(mixp_session_create(&so, &s));
+  return s;
+}
+
+/* Bytes the first step allocates (the state) for an Adam(W) over one F32
+ * parameter of n elements, and its values after `steps` steps. */
+static double *adam_run_state(mixp_dtype state_dtype, int n, int steps, uint64_t *state_bytes) {
+  mixp_session *s = mt_session();
+  double *v = (double *)malloc((size_t)n * sizeof(double)), *g = (double *)malloc((size_t)n * sizeof(double));
+  mt_fill(v, n, -1.0, 1.0, 5);
+  mixp_tensor *p = make_param(s, MIXP_F32, v, n);
+  mixp_optimizer_options o;
+  mixp_optimizer_options_init(&o, MIXP_OPTIM_ADAMW);
+  o.lr = 1e-2;
+  o.state_dtype = state_dtype;
+  mixp_optimizer *opt = make_opt(s, &p, 1, &o);
+  for (int k = 0; k < steps; ++k) {
+    mt_fill(g, n, -1.0, 1.0, 50 + (uint64_t)k);
+    set_grad(p, g);
+    mixp_memory_stats before = {sizeof(mixp_memory_stats), 0, 0}, after = {sizeof(mixp_memory_stats), 0, 0};
+    MT_OK(mixp_memory_stats_get(s, &before));
+    MT_OK(mixp_optimizer_step(opt));
+    MT_OK(mixp_memory_stats_get(s, &after));
+    if (k == 0) *state_bytes = after.current_bytes - before.current_bytes;
+  }
+  double *out = mt_values(p);
+  mixp_optimizer_destroy(opt);
+  mixp_tensor_release(p);
+  mixp_session_destroy(s);
+  free(v);
+  free(g);
+  return out;
+}
+
+/* BF16 state takes half the bytes of F32 state (exp_avg and exp_avg_sq: 2 x
+ * n x 2 bytes saved) and is really stored rounded: the parameters differ from
+ * the F32-state run, by at most what a moment's rounding (2^-8 relative) can
+ * move lr-sized updates: 5 steps x lr x 2^-6. */
+static void test_bf16_state(void **state) {
+  (void)state;
+  enum { N = 4096, STEPS = 5 };
+  uint64_t bytes32 = 0, bytes16 = 0;
+  double *a = adam_run_state(MIXP_F32, N, STEPS, &bytes32);
+  double *b = adam_run_state(MIXP_BF16, N, STEPS, &bytes16);
+  assert_true(bytes32 >= 2 * N * 4);
+  assert_int_equal(bytes32 - bytes16, 2 * N * 2);
+  int differ = 0;
+  for (int i = 0; i < N; ++i) {
+    differ += a[i] != b[i];
+    if (!(fabs(a[i] - b[i]) <= STEPS * 1e-2 * 0x1p-6)) {
+      print_error("element %d: F32 state %.9g, BF16 state %.9g\n", i, a[i], b[i]);
+      fail();
+    }
+  }
+  assert_true(differ > N / 10);
+  free(a);
+  free(b);
+}
+
+/* SGD steps of 2^-12 on BF16 parameters at 1.0: rounding to nearest loses
+ * every one (the step below 1.0 is 2^-8), stochastic rounding keeps their
+ * sum on average. 16 steps move the mean by 2^-8; its standard error over
+ * 4096 elements is below 2^-13, so |mean - (1 - 2^-8)| < 2^-11 holds by a
+ * wide margin on any fair random stream. */
+static double *sgd_bf16_run(mixp_session *s, int stochastic, int steps) {
+  enum { N = 4096 };
+  double *ones = (double *)malloc(N * sizeof(double)), *g = (double *)malloc(N * sizeof(double));
+  for (int i = 0; i < N; ++i) ones[i] = 1.0, g[i] = 0x1p-12;
+  mixp_tensor *p = make_param(s, MIXP_BF16, ones, N);
+  mixp_optimizer_options o;
+  mixp_optimizer_options_init(&o, MIXP_OPTIM_SGD);
+  o.lr = 1.0;
+  o.stochastic_rounding = stochastic;
+  mixp_optimizer *opt = make_opt(s, &p, 1, &o);
+  for (int k = 0; k < steps; ++k) {
+    set_grad(p, g);
+    MT_OK(mixp_optimizer_step(opt));
+  }
+  double *out = mt_values(p);
+  mixp_optimizer_destroy(opt);
+  mixp_tensor_release(p);
+  free(ones);
+  free(g);
+  return out;
+}
+
+static void test_stochastic_rounding(void **state) {
+  (void)state;
+  enum { N = 4096, STEPS = 16 };
+  mixp_session *s = session_seeded(7);
+  double *nearest = sgd_bf16_run(s, 0, STEPS);
+  double *sr = sgd_bf16_run(s, 1, STEPS);
+  double mean = 0.0;
+  for (int i = 0; i < N; ++i) {
+    assert_true(nearest[i] == 1.0);
+    /* each step moves an element down by one bf16 step (2^-8) or not at all */
+    assert_true(sr[i] <= 1.0 && sr[i] >= 1.0 - STEPS * 0x1p-8);
+    assert_true(ldexp(1.0 - sr[i], 8) == floor(ldexp(1.0 - sr[i], 8)));
+    mean += sr[i] / N;
+  }
+  if (!(fabs(mean - (1.0 - 0x1p-8)) < 0x1p-11)) {
+    print_error("mean after %d stochastic steps %.9g, expected %.9g\n", STEPS, mean, 1.0 - 0x1p-8);
+    fail();
+  }
+  /* The same seed draws the same roundings; another seed others. */
+  mixp_session *same = session_seeded(7), *other = session_seeded(8);
+  double *nearest2 = sgd_bf16_run(same, 0, STEPS); /* keeps the stream in step with s */
+  double *again = sgd_bf16_run(same, 1, STEPS);
+  double *diff = sgd_bf16_run(other, 1, STEPS);
+  int differ = 0;
+  for (int i = 0; i < N; ++i) {
+    assert_true(again[i] == sr[i]);
+    differ += diff[i] != sr[i];
+  }
+  assert_true(differ > 0);
+  free(nearest);
+  free(nearest2);
+  free(sr);
+  free(again);
+  free(diff);
+  mixp_session_destroy(s);
+  mixp_session_destroy(same);
+  mixp_session_destroy(other);
+}
+
+/* Stochastic rounding leaves parameters that are not BF16 alone. */
+static void test_stochastic_rounding_other_dtypes(void **state) {
+  (void)state;
+  static const mixp_dtype dts[3] = {MIXP_F32, MIXP_F16, MIXP_F64};
+  for (int d = 0; d < 3; ++d) {
+    double *res[2];
+    for (int sr = 0; sr < 2; ++sr) {
+      mixp_session *s = mt_session();
+      double v[64], g[64];
+      mt_fill(v, 64, -1.0, 1.0, 3);
+      mt_fill(g, 64, -1.0, 1.0, 4);
+      mixp_tensor *p = make_param(s, dts[d], v, 64);
+      mixp_optimizer_options o;
+      mixp_optimizer_options_init(&o, MIXP_OPTIM_ADAMW);
+      o.stochastic_rounding = sr;
+      mixp_optimizer *opt = make_opt(s, &p, 1, &o);
+      set_grad(p, g);
+      MT_OK(mixp_optimizer_step(opt));
+      res[sr] = mt_values(p);
+      mixp_optimizer_destroy(opt);
+      mixp_tensor_release(p);
+      mixp_session_destroy(s);
+    }
+    for (int i = 0; i < 64; ++i) assert_true(res[0][i] == res[1][i]);
+    free(res[0]);
+    free(res[1]);
+  }
+}
+
+/* A 0.3-sized options struct (before state_dtype) is accepted, with F32
+ * state and no stochastic rounding. */
+static void test_options_v03(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  double v[4] = {1, 2, 3, 4}, g[4] = {1, 1, 1, 1};
+  mixp_tensor *p = make_param(s, MIXP_BF16, v, 4);
+  mixp_optimizer_options o;
+  memset(&o, 0x5a, sizeof o); /* garbage past the old end must not be read */
+  mixp_optimizer_options_init(&o, MIXP_OPTIM_SGD);
+  o.struct_size = (uint32_t)offsetof(mixp_optimizer_options, state_dtype);
+  o.state_dtype = (mixp_dtype)99;
+  o.stochastic_rounding = 99;
+  mixp_optimizer *opt = make_opt(s, &p, 1, &o);
+  set_grad(p, g);
+  MT_OK(mixp_optimizer_step(opt));
+  const double want[4] = {0.98828125, 1.9921875, 2.984375, 3.984375}; /* p - 0.01, to nearest bf16 */
+  expect_values(p, want, 4, 0, 0);
+  mixp_optimizer_destroy(opt);
+  mixp_tensor_release(p);
+  mixp_session_destroy(s);
+}
+
 static void test_options_init_defaults(void **state) {
   (void)state;
   mixp_optimizer_options o;
@@ -597,6 +783,7 @@ static void test_options_init_defaults(void **state) {
   mixp_optimizer_options_init(&o, MIXP_OPTIM_ADAMW);
   assert_true(o.lr == 1e-3 && o.weight_decay == 0.01);
   assert_true(o.warmup_steps == 0 && o.total_steps == 0 && o.min_lr == 0.0);
+  assert_true(o.state_dtype == MIXP_F32 && o.stochastic_rounding == 0);
   mixp_optimizer_options_init(NULL, MIXP_OPTIM_SGD); /* ignored */
 }
 
@@ -634,6 +821,12 @@ static void test_create_misuse(void **state) {
     expect_create_fails(s, &p, 1, &bad, MIXP_ERR_INVALID_ARGUMENT, needle);   \
   } while (0)
   BAD_FIELD(MIXP_OPTIM_SGD, bad.struct_size = 8, "struct_size");
+  BAD_FIELD(MIXP_OPTIM_SGD, bad.struct_size = UINT32_MAX, "struct_size");
+  BAD_FIELD(MIXP_OPTIM_ADAM, bad.state_dtype = MIXP_F16, "options->state_dtype");
+  BAD_FIELD(MIXP_OPTIM_ADAM, bad.state_dtype = MIXP_F64, "options->state_dtype");
+  BAD_FIELD(MIXP_OPTIM_ADAM, bad.state_dtype = (mixp_dtype)-1, "options->state_dtype");
+  BAD_FIELD(MIXP_OPTIM_SGD, bad.stochastic_rounding = 2, "options->stochastic_rounding");
+  BAD_FIELD(MIXP_OPTIM_SGD, bad.stochastic_rounding = -1, "options->stochastic_rounding");
   BAD_FIELD(MIXP_OPTIM_SGD, bad.kind = (mixp_optimizer_kind)7, "options->kind");
   BAD_FIELD(MIXP_OPTIM_SGD, bad.lr = -0.1, "options->lr");
   BAD_FIELD(MIXP_OPTIM_ADAM, bad.lr = NAN, "options->lr");
@@ -847,6 +1040,10 @@ int main(void) {
       cmocka_unit_test(test_large_param),
       cmocka_unit_test(test_lr_schedule_values),
       cmocka_unit_test(test_optimizer_lr_and_step_count),
+      cmocka_unit_test(test_bf16_state),
+      cmocka_unit_test(test_stochastic_rounding),
+      cmocka_unit_test(test_stochastic_rounding_other_dtypes),
+      cmocka_unit_test(test_options_v03),
       cmocka_unit_test(test_options_init_defaults),
       cmocka_unit_test(test_create_misuse),
       cmocka_unit_test(test_nonfinite_grads),

@@ -7,7 +7,9 @@
 # O2 runs a CNN (batch norm, dropout) in fp16 with a dynamic loss scale that
 # starts far too high, and stops at K = 9 while the scaler is still skipping
 # steps and backing off, so the resumed part continues that sequence.
-#   cmake -DTRAIN=mixp-train -DAMP=O0|O2 -DWORK=dir -P train_resume.cmake
+# O2lowmem: the MLP in bf16 without masters, with bf16 moments and
+# stochastic rounding, stopped at K = 21.
+#   cmake -DTRAIN=mixp-train -DAMP=O0|O2|O2lowmem -DWORK=dir -P train_resume.cmake
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 if(AMP STREQUAL "O2")
@@ -18,6 +20,15 @@ if(AMP STREQUAL "O2")
   set(EVERY 4)
   set(saves "4\n.*at step 8\n.*at step 9")
   set(resumed_at "step 9, epoch 1")
+elseif(AMP STREQUAL "O2lowmem")
+  # O2 bf16 at the least memory: no masters, bf16 moments, stochastic
+  # rounding, whose Philox words follow the saved RNG position.
+  set(common --data synthetic --hidden 32 --amp O2 --amp-dtype bf16 --master-weights off
+             --stochastic-rounding --optimizer-state bf16)
+  set(K 21)
+  set(EVERY 8)
+  set(saves "8\n.*at step 16\n.*at step 21")
+  set(resumed_at "step 21, epoch 2")
 else()
   set(common --data synthetic --hidden 32)
   set(K 21)

@@ -2,16 +2,21 @@
 
 from . import capi
 from ._handle import Handle
+from .dtypes import as_dtype
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "clip_grad_norm_", "lr_schedule_value"]
 
 _SCHEDULES = {"constant": capi.MIXP_LR_CONSTANT, "warmup_cosine": capi.MIXP_LR_WARMUP_COSINE}
 
 
-def _options(kind, lr, schedule, warmup_steps, total_steps, min_lr, **fields):
+def _options(kind, lr, schedule, warmup_steps, total_steps, min_lr, state_dtype=None,
+             stochastic_rounding=False, **fields):
     o = capi.mixp_optimizer_options(kind)
     if lr is not None:
         o.lr = float(lr)
+    if state_dtype is not None:
+        o.state_dtype = int(as_dtype(state_dtype))
+    o.stochastic_rounding = int(bool(stochastic_rounding))
     o.schedule = _SCHEDULES[schedule]
     o.warmup_steps = int(warmup_steps)
     o.total_steps = int(total_steps)
@@ -26,7 +31,12 @@ class Optimizer(Handle):
     """An optimizer over a list of parameters (``mixp_optimizer``).
 
     It keeps references to the parameters; ``params`` may be Tensors or a
-    module (whose parameters are taken).
+    module (whose parameters are taken). Every optimizer takes the memory
+    options ``state_dtype`` (``mixp.float32``, the default, or
+    ``mixp.bfloat16``: the moments / momentum stored in bf16, half the
+    memory) and ``stochastic_rounding`` (bf16 parameters kept without fp32
+    masters are written with stochastic rounding, so updates smaller than
+    half a bf16 step are not lost).
     """
 
     __slots__ = ("_session", "params")
@@ -77,9 +87,11 @@ class SGD(Optimizer):
     __slots__ = ()
 
     def __init__(self, params, lr=0.01, momentum=0.0, dampening=0.0, nesterov=False,
-                 weight_decay=0.0, schedule="constant", warmup_steps=0, total_steps=0, min_lr=0.0):
+                 weight_decay=0.0, schedule="constant", warmup_steps=0, total_steps=0, min_lr=0.0,
+                 state_dtype=None, stochastic_rounding=False):
         super().__init__(params, _options(capi.MIXP_OPTIM_SGD, lr, schedule, warmup_steps, total_steps,
-                                          min_lr, momentum=float(momentum), dampening=float(dampening),
+                                          min_lr, state_dtype, stochastic_rounding,
+                                          momentum=float(momentum), dampening=float(dampening),
                                           nesterov=int(bool(nesterov)), weight_decay=float(weight_decay)))
 
 
@@ -89,9 +101,11 @@ class Adam(Optimizer):
     _default_wd = 0.0
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=None,
-                 schedule="constant", warmup_steps=0, total_steps=0, min_lr=0.0):
+                 schedule="constant", warmup_steps=0, total_steps=0, min_lr=0.0,
+                 state_dtype=None, stochastic_rounding=False):
         wd = self._default_wd if weight_decay is None else weight_decay
         super().__init__(params, _options(self._kind, lr, schedule, warmup_steps, total_steps, min_lr,
+                                          state_dtype, stochastic_rounding,
                                           beta1=float(betas[0]), beta2=float(betas[1]), eps=float(eps),
                                           weight_decay=float(wd)))
 

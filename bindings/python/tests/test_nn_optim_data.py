@@ -67,6 +67,38 @@ def test_adamw_borrowed_parameter_is_updated_in_place():
     np.testing.assert_allclose(buf, np.full(3, 0.9, np.float32), rtol=1e-6)
 
 
+def test_stochastic_rounding_keeps_small_bf16_updates():
+    # SGD steps of 2^-12 on bf16 weights at 1.0: to nearest they are all
+    # lost (the bf16 step below 1.0 is 2^-8); stochastically their sum
+    # survives on average (mean 1 - 2^-8 after 16 steps).
+    def run(stochastic):
+        w = mixp.from_numpy(np.ones(4096, np.float32), dtype=mixp.bfloat16).requires_grad_()
+        opt = optim.SGD([w], lr=1.0, stochastic_rounding=stochastic)
+        g = mixp.from_numpy(np.full(4096, 2.0 ** -12, np.float32), dtype=mixp.bfloat16)
+        for _ in range(16):
+            opt.zero_grad()
+            (w * g).sum().backward()
+            opt.step()
+        return w.numpy()
+    assert np.all(run(False) == 1.0)
+    mean = float(run(True).astype(np.float64).mean())
+    assert abs(mean - (1 - 2.0 ** -8)) < 2.0 ** -11
+
+
+def test_bf16_optimizer_state_halves_its_memory():
+    s = mixp.Session()
+    def state_bytes(state_dtype):
+        w = mixp.from_numpy(np.linspace(-1, 1, 4096, dtype=np.float32), session=s).requires_grad_()
+        opt = optim.AdamW([w], lr=1e-2, state_dtype=state_dtype)
+        (w * w).sum().backward()
+        before = s.memory_stats()["current_bytes"]
+        opt.step()
+        return s.memory_stats()["current_bytes"] - before
+    assert state_bytes(mixp.float32) - state_bytes(mixp.bfloat16) == 2 * 4096 * 2
+    with pytest.raises(mixp.InvalidArgumentError, match="state_dtype"):
+        optim.Adam([mixp.from_numpy(np.ones(2, np.float32)).requires_grad_()], state_dtype=mixp.float16)
+
+
 def test_clip_grad_norm_and_schedules():
     w = mixp.tensor([3.0, 4.0], requires_grad=True)
     opt = optim.SGD([w])

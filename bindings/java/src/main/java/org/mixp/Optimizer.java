@@ -20,9 +20,23 @@ public final class Optimizer extends NativeHandle {
    * @param lr the learning rate
    */
   public static Optimizer create(Session s, Tensor[] params, Kind kind, double lr) {
+    return create(s, params, kind, lr, DType.F32, false);
+  }
+
+  /**
+   * With the memory options.
+   *
+   * @param stateDtype F32, or BF16 to store the moments / momentum in half the memory
+   * @param stochasticRounding write BF16 parameters kept without fp32 masters with stochastic
+   *     rounding, so updates below half a bf16 step are not lost
+   */
+  public static Optimizer create(
+      Session s, Tensor[] params, Kind kind, double lr, DType stateDtype, boolean stochasticRounding) {
     mixp_optimizer_options o = new mixp_optimizer_options(kind.ordinal());
     try {
       o.setLr(lr);
+      o.setState_dtype(stateDtype.code);
+      o.setStochastic_rounding(stochasticRounding ? 1 : 0);
       long[] out = new long[1];
       mixp.mixp_optimizer_create(Tensor.p(s), Tensor.ptrs(params), o, out);
       return new Optimizer(out[0]);

@@ -82,4 +82,29 @@ class TrainingTest {
       }
     }
   }
+  /** SGD steps of 2^-12 on BF16 weights at 1.0: lost to nearest, kept on average stochastically. */
+  private static double meanAfterSmallSteps(boolean stochastic) {
+    try (Session s = new Session("cpu", 1, 1);
+         Tensor w = Tensor.ones(s, DType.BF16, 4096).requiresGrad(true);
+         Tensor g = Tensor.full(s, DType.BF16, 1.0 / 4096, 4096);
+         Optimizer opt = Optimizer.create(s, new Tensor[] {w}, Optimizer.Kind.SGD, 1.0, DType.BF16,
+             stochastic)) {
+      for (int i = 0; i < 16; ++i) {
+        opt.zeroGrad();
+        try (Tensor wg = w.mul(g); Tensor loss = wg.sum(false)) {
+          loss.backward();
+        }
+        opt.step();
+      }
+      double mean = 0;
+      for (float v : w.toFloats()) mean += v / 4096.0;
+      return mean;
+    }
+  }
+
+  @Test
+  void stochasticRoundingKeepsSmallUpdates() {
+    assertEquals(1.0, meanAfterSmallSteps(false));
+    assertEquals(1.0 - 1.0 / 256, meanAfterSmallSteps(true), 1.0 / 2048);
+  }
 }
