@@ -119,6 +119,7 @@ MIXP_OPTIONS(mixp_decorate_options, mixp_decorate_options_init)
 MIXP_OPTIONS(mixp_synthetic_options, mixp_synthetic_options_init)
 MIXP_OPTIONS(mixp_loader_options, mixp_loader_options_init)
 MIXP_OPTIONS(mixp_cross_entropy_options, mixp_cross_entropy_options_init)
+MIXP_OPTIONS(mixp_numerics_options, mixp_numerics_options_init)
 MIXP_OPTIONS(mixp_state_spec, mixp_state_spec_init)
 
 %extend mixp_optimizer_options {
@@ -169,6 +170,10 @@ MIXP_OPTIONS(mixp_state_spec, mixp_state_spec_init)
 %ignore mixp_autocast_options::n_custom_white;
 %ignore mixp_autocast_options::custom_black_list;
 %ignore mixp_autocast_options::n_custom_black;
+%ignore mixp_numerics_options::include_ops;
+%ignore mixp_numerics_options::n_include;
+%ignore mixp_numerics_options::exclude_ops;
+%ignore mixp_numerics_options::n_exclude;
 /* An int array out: hosts go through mixp_swig_optimizer_nonfinite_grad(). */
 %ignore mixp_optimizer_nonfinite_grads;
 /* The training-state spec holds arrays of handles and strings: hosts go
@@ -198,6 +203,7 @@ MIXP_OPTIONS(mixp_state_spec, mixp_state_spec_init)
 %noexception mixp_synthetic_options_init;
 %noexception mixp_loader_options_init;
 %noexception mixp_cross_entropy_options_init;
+%noexception mixp_numerics_options_init;
 %noexception mixp_state_spec_init;
 %noexception mixp_session_destroy;
 %noexception mixp_tensor_release;
@@ -275,6 +281,27 @@ mixp_status mixp_swig_autocast_push(mixp_session *session, const mixp_autocast_o
   o.custom_black_list = black;
   o.n_custom_black = n_black;
   return mixp_autocast_push(session, &o);
+}
+
+/** Sets the numerics checker like mixp_session_set_numerics_options() with
+ *  the op lists given as arrays of names (copied by the call).
+ *  @param session The session.
+ *  @param options NULL for the defaults; its list fields are replaced.
+ *  @param include_ops Check only these ops (none: every op).
+ *  @param n_include Entries in @p include_ops.
+ *  @param exclude_ops Never check these ops.
+ *  @param n_exclude Entries in @p exclude_ops.
+ *  @return As mixp_session_set_numerics_options(). */
+mixp_status mixp_swig_set_numerics_options(mixp_session *session, const mixp_numerics_options *options,
+                                           const char *const *include_ops, int n_include,
+                                           const char *const *exclude_ops, int n_exclude) {
+  mixp_numerics_options o;
+  if (options) o = *options; else mixp_numerics_options_init(&o);
+  o.include_ops = include_ops;
+  o.n_include = n_include;
+  o.exclude_ops = exclude_ops;
+  o.n_exclude = n_exclude;
+  return mixp_session_set_numerics_options(session, &o);
 }
 
 /** The k-th (from 0) parameter of @p optimizer that holds a non-finite

@@ -2,7 +2,7 @@
 // into libmixp_cuda.so and loaded by libmixp.so with dlopen (see
 // kernels/plugin.cpp and src/backend/loader.cpp). Every method enqueues work
 // on the session's one stream and returns without waiting, except the ones
-// whose contract hands a value to the host (copy_to_host, count_nonfinite),
+// whose contract hands a value to the host (copy_to_host, count_values),
 // which synchronise and count that synchronisation in `host_syncs` so tests
 // can prove that a GradScaler training step needs none.
 //
@@ -10,7 +10,7 @@
 //   runtime.cu      construction, stream, memory pool, copies, synchronize
 //   gemm.cu         gemm (cuBLASLt, algorithm cache, epilogues)
 //   elementwise.cu  copy, fill, unary, unary_backward, binary
-//   reduce.cu       sum_rows, sum_cols, max_dim, count_nonfinite
+//   reduce.cu       sum_rows, sum_cols, max_dim, count_values
 //   softmax.cu      softmax, softmax_backward, cross_entropy(+backward)
 //   random.cu       rand_uniform, rand_normal, dropout_mask (CPU's Philox)
 //   amp.cu          non_finite_check_and_unscale, update_scale, grad_norm_sq,
@@ -49,7 +49,7 @@ class CudaBackend final : public Backend {
   int device() const noexcept { return device_; }
   cudaStream_t stream() const noexcept { return stream_; }
   // Device->host synchronisations performed so far (copy_to_host,
-  // synchronize, count_nonfinite, ...).
+  // synchronize, count_values, ...).
   uint64_t host_syncs() const noexcept override { return host_syncs_; }
   void note_host_sync() noexcept { ++host_syncs_; }
 
@@ -101,7 +101,7 @@ class CudaBackend final : public Backend {
   void rand_normal(const View &out, uint64_t seed, uint64_t offset) override;
   void dropout_mask(const View &mask, double p, uint64_t seed, uint64_t offset) override;
 
-  void count_nonfinite(const View &x, int64_t *nan_count, int64_t *inf_count) override;
+  void count_values(const View &x, double tiny_below, double huge_from, ValueCounts *out) override;
 
   void gemm(const GemmArgs &args) override;
 

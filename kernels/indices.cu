@@ -6,7 +6,7 @@
 // reduction tree: deterministic) and, unless an earlier check in stream order
 // already failed, writes (check, position, value) into a mapped pinned page
 // of the session. The host looks at that page after every synchronisation
-// the caller asked for anyway (copy_to_host, synchronize, count_nonfinite),
+// the caller asked for anyway (copy_to_host, synchronize, count_values),
 // whether or not a check was queued since the last one (a replayed CUDA
 // graph runs checks without host calls), and then fails that call with MIXP_ERR_INVALID_ARGUMENT naming the op,
 // e.g. "mixp_cross_entropy: target[12] = 57 is out of range [0, 10) ...

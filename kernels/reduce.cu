@@ -175,25 +175,30 @@ void dispatch_all(DType t, F &&f) {
   }
 }
 
-// ---- count_nonfinite ------------------------------------------------------------
+// ---- count_values ---------------------------------------------------------------
 
+// counts: nan, inf, zero, tiny, huge (Backend::count_values).
 template <class T>
-__global__ void nonfinite_kernel(const T *x, Strided<1> g, int64_t n, unsigned long long *counts) {
-  unsigned long long nans = 0, infs = 0;
+__global__ void count_values_kernel(const T *x, Strided<1> g, int64_t n, acc_t<T> tiny_below, acc_t<T> huge_from,
+                                    unsigned long long *counts) {
+  using A = acc_t<T>;
+  unsigned long long c[5] = {0, 0, 0, 0, 0};
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t off[1];
     offsets(g, i, off);
-    const auto v = ld(x[off[0]]);
-    nans += isnan(v) ? 1 : 0;
-    infs += isinf(v) ? 1 : 0;
+    const A a = fabs(ld(x[off[0]]));
+    c[0] += isnan(a) ? 1 : 0;
+    c[1] += isinf(a) ? 1 : 0;
+    c[2] += a == A(0) ? 1 : 0;
+    c[3] += (a > A(0) && a < tiny_below) ? 1 : 0;
+    c[4] += (a >= huge_from && !isinf(a)) ? 1 : 0;
   }
-  nans = block_sum(nans);
-  infs = block_sum(infs);
-  // Integer additions commute exactly, so the atomics keep the count exact.
-  if (threadIdx.x == 0) {
-    if (nans) atomicAdd(&counts[0], nans);
-    if (infs) atomicAdd(&counts[1], infs);
+#pragma unroll
+  for (int k = 0; k < 5; ++k) {
+    const unsigned long long total = block_sum(c[k]);
+    // Integer additions commute exactly, so the atomics keep the count exact.
+    if (threadIdx.x == 0 && total) atomicAdd(&counts[k], total);
   }
 }
 
@@ -273,18 +278,19 @@ void CudaBackend::max_dim(const View &x, int64_t outer, int64_t n, int64_t inner
   });
 }
 
-void CudaBackend::count_nonfinite(const View &x, int64_t *nan_count, int64_t *inf_count) {
+void CudaBackend::count_values(const View &x, double tiny_below, double huge_from, ValueCounts *out) {
   Strided<1> g;
   const View *ops[1] = {&x};
   const int64_t n = make_strided<1>(x, ops, g);
-  unsigned long long host[2] = {0, 0};
+  unsigned long long host[5] = {0, 0, 0, 0, 0};
   if (n > 0) {
-    Scratch counts(*this, 2 * sizeof(unsigned long long));
-    MIXP_CUDA_CHECK(cudaMemsetAsync(counts.p, 0, 2 * sizeof(unsigned long long), stream()));
-    dispatch_float_dt(x.dtype, "count_nonfinite", [&](auto tag) {
+    Scratch counts(*this, sizeof host);
+    MIXP_CUDA_CHECK(cudaMemsetAsync(counts.p, 0, sizeof host, stream()));
+    dispatch_float_dt(x.dtype, "count_values", [&](auto tag) {
       using T = decltype(tag);
-      nonfinite_kernel<T><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<const T *>(x.data), g, n,
-                                                                   counts.as<unsigned long long>());
+      using A = acc_t<T>;
+      count_values_kernel<T><<<grid_for(n), kThreads, 0, stream()>>>(
+          static_cast<const T *>(x.data), g, n, A(tiny_below), A(huge_from), counts.as<unsigned long long>());
     });
     MIXP_CUDA_LAUNCHED();
     MIXP_CUDA_CHECK(cudaMemcpyAsync(host, counts.p, sizeof(host), cudaMemcpyDeviceToHost, stream()));
@@ -293,8 +299,11 @@ void CudaBackend::count_nonfinite(const View &x, int64_t *nan_count, int64_t *in
     note_host_sync();
     raise_deferred_index_error();
   }
-  *nan_count = int64_t(host[0]);
-  *inf_count = int64_t(host[1]);
+  out->nan = int64_t(host[0]);
+  out->inf = int64_t(host[1]);
+  out->zero = int64_t(host[2]);
+  out->tiny = int64_t(host[3]);
+  out->huge = int64_t(host[4]);
 }
 
 }  // namespace mixp::cuda

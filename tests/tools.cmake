@@ -176,3 +176,10 @@ set_tests_properties(mixp_train_op_stats PROPERTIES TIMEOUT 120
 add_test(NAME mixp_train_memory_options
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/memory_options.sh $<TARGET_FILE:mixp-train> ${PROJECT_SOURCE_DIR}/README.md)
 set_tests_properties(mixp_train_memory_options PROPERTIES TIMEOUT 300)
+
+# The numerics checker's filters from the command line: they need
+# --check-numerics, unknown op names are refused by the library, and a run
+# with the fp16-overflow check and an op list trains.
+add_test(NAME mixp_train_check_numerics_filters
+  COMMAND sh -c "t=\"$0\"; \"$t\" --check-ops matmul >/dev/null 2>err.txt; [ $? -eq 2 ] && grep -q 'add --check-numerics' err.txt || exit 1; \"$t\" --data synthetic --check-numerics warn --check-steps 3:1 >/dev/null 2>&1; [ $? -eq 2 ] || exit 1; \"$t\" --data synthetic --check-numerics warn --skip-ops no_such_op >/dev/null 2>err.txt; [ $? -eq 1 ] && grep -q \"unknown op 'no_such_op'\" err.txt || exit 1; \"$t\" --data synthetic --hidden 16 --epochs 1 --limit-train 512 --limit-test 128 --check-numerics error --check-ops linear,relu --check-steps 0:4 --check-fp16-overflow | grep -q '^final: '"
+  $<TARGET_FILE:mixp-train>)

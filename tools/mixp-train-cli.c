@@ -74,6 +74,11 @@ void usage(FILE *f) {
           "                          so updates below half a bf16 step are not lost\n"
           "  --optimizer-state T     f32 (default) or bf16: the dtype of the optimizer's moments\n"
           "  --check-numerics M      off (default), warn or error: report the first op with NaN/Inf\n"
+          "  --check-ops A,B         ... only in these ops (names as --op-stats prints them)\n"
+          "  --skip-ops A,B          ... never in these ops\n"
+          "  --check-steps A:B       ... only in optimizer steps A to B-1 (A: for no end)\n"
+          "  --check-fp16-overflow   ... and report finite values that would overflow fp16 (|x| >= 65520),\n"
+          "                          to find before switching a bf16/fp32 model to fp16 what overflows\n"
           "  --compare               run O0, O1 and O2 with the same seed and print one table\n"
           "\n"
           "Training logs:\n"
@@ -140,6 +145,24 @@ static void parse_hidden(args *a, const char *name, const char *v) {
     if (*end == ',' && *p == '\0') bad_usage("--hidden has a trailing comma: '%s'", v);
   }
   if (a->n_hidden == 0) bad_usage("--hidden needs at least one width");
+}
+
+/* A:B (optimizer steps, B exclusive) or A: (no end). */
+static void parse_check_steps(args *a, const char *name, const char *v) {
+  char *end = NULL;
+  errno = 0;
+  long long from = strtoll(v, &end, 10);
+  if (errno || end == v || *end != ':' || from < 0) bad_usage("%s expects A:B or A: with 0 <= A <= B, got '%s'", name, v);
+  const char *p = end + 1;
+  long long to = -1;
+  if (*p) {
+    errno = 0;
+    to = strtoll(p, &end, 10);
+    if (errno || end == p || *end != '\0' || to < from) bad_usage("%s expects A:B or A: with 0 <= A <= B, got '%s'", name, v);
+  }
+  a->check_from = from;
+  a->check_to = to;
+  a->check_steps_set = 1;
 }
 
 /* fashion-mnist, synthetic, synthetic-images:CxHxW or text:PATH. */
@@ -249,6 +272,10 @@ static const flag kFlags[] = {
     {"--stochastic-rounding", SWITCH, AT(stochastic_rounding), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--optimizer-state", CHOICE, AT(optimizer_state), 0, 0, "f32,bf16", kStateDtypes, NULL, 0, 0},
     {"--check-numerics", CHOICE, AT(check_numerics), 0, 0, "off,warn,error", kNumerics, NULL, 0, 0},
+    {"--check-ops", TEXT, AT(check_ops), 0, 0, NULL, NULL, NULL, 0, 1},
+    {"--skip-ops", TEXT, AT(skip_ops), 0, 0, NULL, NULL, NULL, 0, 1},
+    {"--check-steps", CUSTOM, 0, 0, 0, NULL, NULL, parse_check_steps, 0, 0},
+    {"--check-fp16-overflow", SWITCH, AT(check_fp16_overflow), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--compare", SWITCH, AT(compare), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--logdir", TEXT, AT(logdir), 0, 0, NULL, NULL, NULL, 0, 1},
     {"--csv", TEXT, AT(csv_path), 0, 0, NULL, NULL, NULL, 0, 1},
@@ -331,6 +358,7 @@ static void set_defaults(args *a) {
   a->master_weights = 1;
   a->optimizer_state = MIXP_F32;
   a->check_numerics = MIXP_NUMERICS_OFF;
+  a->check_to = -1;
   a->log_every = 10;
 }
 
@@ -356,6 +384,10 @@ static void check_combinations(args *a) {
   if (a->stochastic_rounding && (!o2 || a->master_weights || a->amp_dtype != MIXP_BF16))
     bad_usage("--stochastic-rounding rounds bf16 parameters kept without fp32 masters: "
               "use it with --amp O2 --amp-dtype bf16 --master-weights off");
+  if ((a->check_ops || a->skip_ops || a->check_steps_set || a->check_fp16_overflow) &&
+      a->check_numerics == MIXP_NUMERICS_OFF)
+    bad_usage("--check-ops, --skip-ops, --check-steps and --check-fp16-overflow narrow or widen the "
+              "numerics checker: add --check-numerics warn or error");
   if (a->compare && (a->save_path || a->resume_path))
     bad_usage("--compare runs three trainings; it takes no --save or --resume");
 }

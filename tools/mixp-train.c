@@ -63,6 +63,19 @@ static double peak_mb(const mixp_session *s) {
 
 /* ---- setup ------------------------------------------------------------------ */
 
+/* Splits "a,b,c" (NULL: none) into names pointing into buf; returns the count. */
+static int split_names(const char *list, char *buf, size_t cap, const char **names, int max, const char *flag) {
+  if (!list) return 0;
+  if (strlen(list) >= cap) bad_usage("%s is too long", flag);
+  strcpy(buf, list);
+  int n = 0;
+  for (char *p = strtok(buf, ","); p; p = strtok(NULL, ",")) {
+    if (n == max) bad_usage("%s takes at most %d names", flag, max);
+    names[n++] = p;
+  }
+  return n;
+}
+
 static mixp_session *open_session(const args *a) {
   mixp_session_options so;
   mixp_session_options_init(&so);
@@ -72,6 +85,22 @@ static mixp_session *open_session(const args *a) {
   so.check_numerics = a->check_numerics;
   mixp_session *s = NULL;
   CHECK(mixp_session_create(&so, &s));
+  if (a->check_ops || a->skip_ops || a->check_steps_set || a->check_fp16_overflow) {
+    /* The op lists split at commas (copies: the flags' text stays intact). */
+    char inc_buf[1024] = "", exc_buf[1024] = "";
+    const char *inc[64], *exc[64];
+    mixp_numerics_options no;
+    mixp_numerics_options_init(&no);
+    no.mode = a->check_numerics;
+    no.include_ops = inc;
+    no.n_include = split_names(a->check_ops, inc_buf, sizeof inc_buf, inc, 64, "--check-ops");
+    no.exclude_ops = exc;
+    no.n_exclude = split_names(a->skip_ops, exc_buf, sizeof exc_buf, exc, 64, "--skip-ops");
+    no.start_step = a->check_from;
+    no.end_step = a->check_to;
+    no.fp16_overflow = a->check_fp16_overflow;
+    CHECK(mixp_session_set_numerics_options(s, &no));
+  }
   printf("mixp %s | device: %s | threads: %d\n", mixp_version(), mixp_session_device(s),
          mixp_session_num_threads(s));
   /* A CPU session's note describes the CPU ("cpu: <units>; fp32: ...; bf16:

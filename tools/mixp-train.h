@@ -62,6 +62,11 @@ typedef struct args {
   int stochastic_rounding;      /* --stochastic-rounding: bf16 parameters without masters */
   mixp_dtype optimizer_state;   /* --optimizer-state f32|bf16 (default f32) */
   mixp_numerics_mode check_numerics; /* --check-numerics off|warn|error */
+  const char *check_ops;        /* --check-ops a,b: check only these ops */
+  const char *skip_ops;         /* --skip-ops a,b: never check these */
+  int64_t check_from, check_to; /* --check-steps A:B (to -1: no end) */
+  int check_steps_set;
+  int check_fp16_overflow;      /* --check-fp16-overflow */
   int compare;                  /* --compare: O0, O1 and O2 in one table */
   /* Training logs (mixp-train-log.h). */
   const char *logdir;           /* --logdir: TensorBoard event files */

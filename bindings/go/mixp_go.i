@@ -220,6 +220,8 @@ MIXP_GO_SLICE(mixp_tensor *const *, outputs, int, n, []uintptr)
 %}
 MIXP_GO_NAMES(white, n_white)
 MIXP_GO_NAMES(black, n_black)
+MIXP_GO_NAMES(include_ops, n_include)
+MIXP_GO_NAMES(exclude_ops, n_exclude)
 
 /* C must never keep a Go pointer, and Go cannot be called back without a
  * cgo export: these two stay C-only (see the file comment). */

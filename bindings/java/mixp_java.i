@@ -253,6 +253,8 @@ MIXP_JAVA_TENSORS(mixp_tensor *const *, outputs, n)
 %enddef
 MIXP_JAVA_NAMES(white, n_white)
 MIXP_JAVA_NAMES(black, n_black)
+MIXP_JAVA_NAMES(include_ops, n_include)
+MIXP_JAVA_NAMES(exclude_ops, n_exclude)
 
 /* The JVM may move a Java array, and a native callback would need a global
  * JNI reference per session: these two stay C-only (see the file comment). */

@@ -271,6 +271,8 @@ MIXP_PY_TENSOR_ARRAY(mixp_tensor *const *, outputs, n)
 %enddef
 MIXP_PY_STRING_LIST(white, n_white)
 MIXP_PY_STRING_LIST(black, n_black)
+MIXP_PY_STRING_LIST(include_ops, n_include)
+MIXP_PY_STRING_LIST(exclude_ops, n_exclude)
 
 /* ---- the log callback: a callable or None --------------------------------- */
 %typemap(in) (mixp_log_fn fn, void *user_data) {

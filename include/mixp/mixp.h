@@ -320,6 +320,50 @@ MIXP_API mixp_status mixp_session_set_numerics_check(mixp_session *session,
  */
 MIXP_API const char *mixp_session_numerics_report(const mixp_session *session);
 
+/** The numerics checker narrowed and widened (Paddle's TensorCheckerConfig):
+ *  which ops and steps it looks at, and whether it also looks for values
+ *  that would overflow fp16. Fill with mixp_numerics_options_init(). Since 0.4. */
+typedef struct mixp_numerics_options {
+  uint32_t struct_size;            /**< sizeof(mixp_numerics_options). */
+  mixp_numerics_mode mode;         /**< Off (default), warn or error. */
+  const char *const *include_ops;  /**< Check only these ops (names as mixp_autocast_policy() and
+                                        the op statistics print them, e.g. "matmul"); NULL or
+                                        n_include 0: every op. Copied by the call. */
+  int n_include;                   /**< Entries in include_ops. */
+  const char *const *exclude_ops;  /**< Never check these ops; NULL: none. Copied. */
+  int n_exclude;                   /**< Entries in exclude_ops. */
+  int64_t start_step;              /**< Check from this step on (default 0)... */
+  int64_t end_step;                /**< ...up to, not including, this step (-1, the default: no
+                                        end). A step is a call of mixp_optimizer_step() on any
+                                        optimizer of the session, counted from this call. */
+  int fp16_overflow;               /**< 1: also report outputs of any float dtype holding finite
+                                        values that would overflow fp16 (|x| >= 65520), to find
+                                        before switching a bf16 or fp32 model to fp16 the ops
+                                        that would overflow (Paddle's CHECK_ALL_FOR_OVERFLOW).
+                                        0 (default). */
+} mixp_numerics_options;
+
+/**
+ * Fills @p options with the defaults (off, every op, every step, no fp16
+ * overflow check) and sets struct_size.
+ * @param[out] options NULL is ignored.
+ */
+MIXP_API void mixp_numerics_options_init(mixp_numerics_options *options);
+
+/**
+ * Sets the numerics checker's mode, op filter, step range and fp16-overflow
+ * check, and restarts its step count at 0. mixp_session_set_numerics_check()
+ * changes only the mode.
+ * @param session The session.
+ * @param options The configuration; the op name lists are copied.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT (nothing changed) for NULL, a bad
+ *         struct_size, an unknown mode, a negative count, a NULL list with a
+ *         positive count, a NULL or empty name, an op name mixp does not
+ *         know, start_step < 0, or end_step not -1 and below start_step.
+ */
+MIXP_API mixp_status mixp_session_set_numerics_options(mixp_session *session,
+                                                       const mixp_numerics_options *options);
+
 
 /**
  * Routes the session's log messages to @p fn (NULL restores the default:

@@ -5,6 +5,8 @@
 #include "api/api_common.hpp"
 #include "backend/backend.hpp"
 #include "backend/device.hpp"
+#include "core/op_table.hpp"
+#include "core/options.hpp"
 
 using namespace mixp;
 
@@ -105,6 +107,58 @@ mixp_status mixp_session_set_numerics_check(mixp_session *session, mixp_numerics
     if (mode != MIXP_NUMERICS_OFF && mode != MIXP_NUMERICS_WARN && mode != MIXP_NUMERICS_ERROR)
       fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": mode is ", int(mode), " (expected MIXP_NUMERICS_OFF, _WARN or _ERROR)");
     s->numerics = mode;
+    s->numerics_report.clear();
+    s->numerics_warnings = 0;
+  });
+}
+
+void mixp_numerics_options_init(mixp_numerics_options *o) {
+  if (!o) return;
+  std::memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->mode = MIXP_NUMERICS_OFF;
+  o->start_step = 0;
+  o->end_step = -1;
+}
+
+mixp_status mixp_session_set_numerics_options(mixp_session *session, const mixp_numerics_options *options) {
+  const char *fn = "mixp_session_set_numerics_options";
+  return guard(fn, [&] {
+    Session *s = check_session(session, fn);
+    if (!options) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options is NULL");
+    const mixp_numerics_options &o = *options;
+    check_struct_size(o, fn, "options", "fill options with mixp_numerics_options_init()");
+    if (o.mode != MIXP_NUMERICS_OFF && o.mode != MIXP_NUMERICS_WARN && o.mode != MIXP_NUMERICS_ERROR)
+      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->mode is ", int(o.mode),
+           " (expected MIXP_NUMERICS_OFF, _WARN or _ERROR)");
+    auto names = [&](const char *const *list, int n, const char *field, const char *count) {
+      if (n < 0) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->", count, " is negative (", n, ")");
+      if (n > 0 && !list) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->", field, " is NULL but ", count, " is ", n);
+      std::vector<std::string> out;
+      for (int i = 0; i < n; ++i) {
+        if (!list[i] || !*list[i]) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->", field, "[", i, "] is NULL or empty");
+        if (op_index(list[i]) < 0)
+          fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->", field, "[", i, "] names unknown op '", list[i],
+               "' (mixp_op_name() lists the ops)");
+        out.emplace_back(list[i]);
+      }
+      return out;
+    };
+    Session::NumericsFilter f;
+    f.include = names(o.include_ops, o.n_include, "include_ops", "n_include");
+    f.exclude = names(o.exclude_ops, o.n_exclude, "exclude_ops", "n_exclude");
+    if (o.start_step < 0) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->start_step is negative (", o.start_step, ")");
+    if (o.end_step != -1 && o.end_step < o.start_step)
+      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->end_step is ", o.end_step, ", expected -1 or >= start_step (",
+           o.start_step, ")");
+    if (o.fp16_overflow != 0 && o.fp16_overflow != 1)
+      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->fp16_overflow must be 0 or 1, got ", o.fp16_overflow);
+    f.start_step = o.start_step;
+    f.end_step = o.end_step;
+    f.fp16_overflow = o.fp16_overflow != 0;
+    s->numerics = o.mode;
+    s->numerics_filter = std::move(f);
+    s->numerics_step = 0;
     s->numerics_report.clear();
     s->numerics_warnings = 0;
   });

@@ -34,8 +34,14 @@ namespace mixp {
 // src/backend/ or to core/ops.def.
 // (v3: check_indices, scatter_dim. v4: the op table's enums, ScaleUpdate.rule. v5: batch_norm
 // parameters as stat Views, gw/gb F64. v6: sgd_step/adam_step over a list of parameters,
-// ParamArgs.buf1/buf2/state_dtype/stochastic, stochastic_round.hpp.)
+// ParamArgs.buf1/buf2/state_dtype/stochastic, stochastic_round.hpp; count_values replaces
+// count_nonfinite.)
 inline constexpr uint32_t kBackendAbiVersion = 6;
+
+// What Backend::count_values returns.
+struct ValueCounts {
+  int64_t nan = 0, inf = 0, zero = 0, tiny = 0, huge = 0;
+};
 
 struct View {
   void *data = nullptr;
@@ -215,7 +221,7 @@ class Backend {
   // synchronously and fails with MIXP_ERR_INVALID_ARGUMENT before writing
   // anything. A device backend must not wait: it checks on the device,
   // keeps the first bad (position, value) and reports it from the next call
-  // that synchronises anyway (copy_to_host, synchronize, count_nonfinite);
+  // that synchronises anyway (copy_to_host, synchronize, count_values);
   // the kernels that consume bad indices must then neither read nor write
   // out of bounds (cross_entropy: NaN loss, zero gradient row; embedding:
   // zero row, no gradient).
@@ -237,8 +243,14 @@ class Backend {
   virtual void dropout_mask(const View &mask, double p, uint64_t seed, uint64_t offset) = 0;
 
   // --- numerics ------------------------------------------------------------
-  // Counts NaN and +-Inf elements of a float view (any strides).
-  virtual void count_nonfinite(const View &x, int64_t *nan_count, int64_t *inf_count) = 0;
+  // The elements of a float view (any strides) by kind, compared in the
+  // view's compute type (fp32 for halves): NaN, +-Inf, zeros, tiny
+  // (0 < |x| < tiny_below) and huge (huge_from <= |x| < Inf). tiny_below = 0
+  // and huge_from = +Inf leave those two counts at 0. The numerics checker
+  // (NaN/Inf; huge for values that would overflow fp16) and the underflow
+  // statistics (tiny: subnormal or zero in a narrower type) read it. The
+  // counts are exact whatever the split of the work.
+  virtual void count_values(const View &x, double tiny_below, double huge_from, ValueCounts *out) = 0;
 
   // --- matrix products ------------------------------------------------------
   virtual void gemm(const GemmArgs &args) = 0;

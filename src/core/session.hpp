@@ -45,6 +45,16 @@ struct mixp_session {
   int op_depth = 0;
   mixp_numerics_mode numerics = MIXP_NUMERICS_OFF;
   std::string numerics_report;
+  // The checker's filter (mixp_session_set_numerics_options): op names to
+  // check only / never, the step range [start, end) (end -1: open) over
+  // numerics_step, which every mixp_optimizer_step advances, and whether
+  // values that would overflow fp16 are reported too.
+  struct NumericsFilter {
+    std::vector<std::string> include, exclude;
+    int64_t start_step = 0, end_step = -1;
+    bool fp16_overflow = false;
+  } numerics_filter;
+  int64_t numerics_step = 0;
   // Op statistics (mixp_session_op_stats_start): while on, every op a user
   // calls (depth 0; autocast's casts included) counts one call for its
   // output's dtype, separately for the ops a backward pass runs.

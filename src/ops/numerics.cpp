@@ -1,5 +1,9 @@
-// The numerics checker: finds the first op whose output holds NaN or Inf,
-// in the forward or the backward pass, and says exactly where.
+// The numerics checker: finds the first op whose output holds NaN or Inf
+// (or, when asked, finite values that would overflow fp16), in the forward or
+// the backward pass, and says exactly where; filtered by op name and step.
+#include <algorithm>
+#include <cmath>
+
 #include "core/error.hpp"
 #include "ops/ops.hpp"
 
@@ -9,16 +13,30 @@ namespace {
 // Warn mode logs the first reports in full, then only every 1000th, so a
 // diverged run does not drown the log.
 constexpr uint64_t kWarnFull = 20;
+// The smallest magnitude that rounds to Inf in fp16 (65504 + half its step).
+constexpr double kF16Overflow = 65520.0;
 }  // namespace
 
 void check_numerics(Session *s, const char *op, const char *phase, int index, const Tensor &t) {
   if (s->numerics == MIXP_NUMERICS_OFF || !is_float(t.dtype) || t.numel() == 0) return;
-  int64_t nans = 0, infs = 0;
-  backend_of(t).count_nonfinite(view_of(t), &nans, &infs);
-  if (nans == 0 && infs == 0) return;
-  s->numerics_report = str("non-finite values in the ", phase, " pass of op '", op, "', output ", index, " (",
-                           dtype_name(t.dtype), " ", shape_str(t), "): ", nans, " NaN, ", infs, " Inf of ",
-                           t.numel(), " elements");
+  const Session::NumericsFilter &f = s->numerics_filter;
+  if (s->numerics_step < f.start_step || (f.end_step >= 0 && s->numerics_step >= f.end_step)) return;
+  auto listed = [op](const std::vector<std::string> &names) {
+    return std::find(names.begin(), names.end(), op) != names.end();
+  };
+  if ((!f.include.empty() && !listed(f.include)) || listed(f.exclude)) return;
+  ValueCounts c;
+  backend_of(t).count_values(view_of(t), 0.0, f.fp16_overflow ? kF16Overflow : INFINITY, &c);
+  if (c.nan == 0 && c.inf == 0 && c.huge == 0) return;
+  const std::string where = str(" in the ", phase, " pass of op '", op, "', output ", index, " (",
+                                dtype_name(t.dtype), " ", shape_str(t), "): ");
+  if (c.nan + c.inf > 0) {
+    s->numerics_report = str("non-finite values", where, c.nan, " NaN, ", c.inf, " Inf of ", t.numel(), " elements");
+    if (c.huge > 0) s->numerics_report += str("; ", c.huge, " finite values would overflow fp16");
+  } else {
+    s->numerics_report = str("values that would overflow fp16", where, c.huge, " of ", t.numel(),
+                             " elements have |x| >= 65520 (the largest fp16 is 65504)");
+  }
   if (s->numerics == MIXP_NUMERICS_ERROR) fail(MIXP_ERR_NUMERIC, s->numerics_report);
   const uint64_t k = s->numerics_warnings++;
   if (k < kWarnFull || k % 1000 == 0) {

@@ -229,6 +229,7 @@ void mixp_optimizer::step(const char *fn) {
   }
   if (found_inf) s->backend->fill(view_of(*found_inf), 0.0);
   ++step_count;
+  ++s->numerics_step;  // the numerics checker's step range counts optimizer steps
 }
 
 std::vector<int> mixp_optimizer::nonfinite_grads() const {
@@ -236,9 +237,9 @@ std::vector<int> mixp_optimizer::nonfinite_grads() const {
   for (size_t i = 0; i < slots.size(); ++i) {
     const mixp::Tensor &p = *slots[i].param;
     if (!p.grad || p.grad->numel() == 0) continue;
-    int64_t nans = 0, infs = 0;
-    mixp::backend_of(*p.grad).count_nonfinite(mixp::view_of(*p.grad), &nans, &infs);
-    if (nans + infs > 0) found.push_back(int(i));
+    mixp::ValueCounts c;
+    mixp::backend_of(*p.grad).count_values(mixp::view_of(*p.grad), 0.0, INFINITY, &c);
+    if (c.nan + c.inf > 0) found.push_back(int(i));
   }
   return found;
 }

@@ -1,5 +1,6 @@
 /* The numerics checker (warn and error modes, forward and backward, the
- * report, the session option), the log callback, and the TF32 switch with
+ * report, the session option, op filters, step ranges, the fp16-overflow
+ * check), the log callback, and the TF32 switch with
  * its MIXP_TF32_OVERRIDE environment variable. */
 #include <stddef.h>
 #include <unistd.h>
@@ -456,6 +457,221 @@ static void warn_to_stderr(mixp_session *s, char *buf, size_t cap) {
   mixp_tensor_release(x);
 }
 
+/* ---- filters, steps and the fp16-overflow check (mixp_session_set_numerics_options) ---- */
+
+static mixp_session *session_opts(const mixp_numerics_options *o, log_sink *sink) {
+  mixp_session *s = mt_session();
+  MT_OK(mixp_session_set_numerics_options(s, o));
+  memset(sink, 0, sizeof *sink);
+  MT_OK(mixp_session_set_log_callback(s, sink_fn, sink));
+  return s;
+}
+
+/* Only the listed ops are looked at; excluded ones never. */
+static void test_op_filters(void **state) {
+  (void)state;
+  log_sink k;
+  mixp_numerics_options o;
+  mixp_numerics_options_init(&o);
+  o.mode = MIXP_NUMERICS_WARN;
+  const char *only[1] = {"exp"};
+  o.include_ops = only;
+  o.n_include = 1;
+  mixp_session *s = session_opts(&o, &k);
+  mixp_tensor *x = with_negative(s, MIXP_F32), *y = NULL, *z = NULL;
+  MT_OK(mixp_log(x, &y)); /* NaN, but log is not in the list */
+  assert_int_equal(k.calls, 0);
+  const double big[2] = {100, 1000};
+  const int64_t n2[1] = {2};
+  mixp_tensor *b = mt_tensor(s, MIXP_F32, big, n2, 1);
+  MT_OK(mixp_exp(b, &z)); /* exp(1000) = Inf */
+  assert_int_equal(k.calls, 1);
+  assert_contains(k.last, "'exp'");
+  mixp_tensor_release(y);
+  mixp_tensor_release(z);
+  mixp_session_destroy(s);
+
+  mixp_numerics_options_init(&o);
+  o.mode = MIXP_NUMERICS_ERROR;
+  const char *never[2] = {"log", "sqrt"};
+  o.exclude_ops = never;
+  o.n_exclude = 2;
+  s = session_opts(&o, &k);
+  mixp_tensor *x2 = with_negative(s, MIXP_F32);
+  MT_OK(mixp_log(x2, &y)); /* excluded: no error */
+  mixp_tensor *b2 = mt_tensor(s, MIXP_F32, big, n2, 1);
+  MT_FAILS(mixp_exp(b2, &z), MIXP_ERR_NUMERIC, "'exp'");
+  mixp_tensor_release(y);
+  mixp_tensor_release(x);
+  mixp_tensor_release(b);
+  mixp_tensor_release(x2);
+  mixp_tensor_release(b2);
+  mixp_session_destroy(s);
+}
+
+/* The step range counts optimizer steps from the call that set it. */
+static void test_step_range(void **state) {
+  (void)state;
+  log_sink k;
+  mixp_numerics_options o;
+  mixp_numerics_options_init(&o);
+  o.mode = MIXP_NUMERICS_WARN;
+  o.start_step = 1;
+  o.end_step = 2;
+  mixp_session *s = session_opts(&o, &k);
+  const double v[2] = {1, 2};
+  const int64_t n2[1] = {2};
+  mixp_tensor *p = mt_tensor(s, MIXP_F32, v, n2, 1);
+  MT_OK(mixp_tensor_set_requires_grad(p, 1));
+  mixp_optimizer *opt = NULL;
+  mixp_optimizer_options oo;
+  mixp_optimizer_options_init(&oo, MIXP_OPTIM_SGD);
+  MT_OK(mixp_optimizer_create(s, &p, 1, &oo, &opt));
+  int seen[3];
+  for (int step = 0; step < 3; ++step) {
+    mixp_tensor *x = with_negative(s, MIXP_F32), *y = NULL, *l = NULL, *sum = NULL;
+    const int before = k.calls;
+    MT_OK(mixp_log(x, &y)); /* NaN every step */
+    seen[step] = k.calls - before;
+    MT_OK(mixp_sum(p, NULL, 0, 0, &sum));
+    MT_OK(mixp_backward(sum, NULL));
+    MT_OK(mixp_optimizer_step(opt));
+    mixp_tensor *tmp[] = {x, y, l, sum};
+    for (int i = 0; i < 4; ++i) mixp_tensor_release(tmp[i]);
+  }
+  assert_int_equal(seen[0], 0);
+  assert_int_equal(seen[1], 1);
+  assert_int_equal(seen[2], 0);
+  mixp_optimizer_destroy(opt);
+  mixp_tensor_release(p);
+  mixp_session_destroy(s);
+}
+
+/* fp16_overflow: finite fp32 (and bf16) values an fp16 cannot hold are
+ * reported, counted exactly from the boundary 65520 (65519 rounds to 65504). */
+static void test_fp16_overflow(void **state) {
+  (void)state;
+  log_sink k;
+  mixp_numerics_options o;
+  mixp_numerics_options_init(&o);
+  o.mode = MIXP_NUMERICS_WARN;
+  o.fp16_overflow = 1;
+  mixp_session *s = session_opts(&o, &k);
+  const double v[5] = {65519, -65520, 1e30, 3, -70000};
+  const int64_t n5[1] = {5};
+  for (int d = 0; d < 3; ++d) {
+    const mixp_dtype dt = d == 0 ? MIXP_F32 : d == 1 ? MIXP_F64 : MIXP_BF16;
+    mixp_tensor *x = mt_tensor(s, dt, v, n5, 1), *y = NULL;
+    const int before = k.calls;
+    MT_OK(mixp_mul_scalar(x, 1.0, &y));
+    assert_int_equal(k.calls, before + 1);
+    assert_contains(k.last, "would overflow fp16");
+    assert_contains(k.last, "'mul_scalar'");
+    /* bf16 rounds 65519 up to 65536: four values then */
+    assert_contains(k.last, d == 2 ? "4 of 5 elements" : "3 of 5 elements");
+    mixp_tensor_release(x);
+    mixp_tensor_release(y);
+  }
+  /* Non-finite values come first, with the overflow count beside them. */
+  const double w[3] = {NAN, 1e6, 1};
+  const int64_t n3[1] = {3};
+  mixp_tensor *x = mt_tensor(s, MIXP_F32, w, n3, 1), *y = NULL;
+  MT_OK(mixp_mul_scalar(x, 1.0, &y));
+  assert_contains(k.last, "1 NaN, 0 Inf of 3 elements; 1 finite values would overflow fp16");
+  mixp_tensor_release(x);
+  mixp_tensor_release(y);
+  /* Without the option, the same values pass silently. */
+  MT_OK(mixp_session_set_numerics_check(s, MIXP_NUMERICS_OFF));
+  mixp_numerics_options_init(&o);
+  o.mode = MIXP_NUMERICS_WARN;
+  MT_OK(mixp_session_set_numerics_options(s, &o));
+  const int before = k.calls;
+  mixp_tensor *big = mt_tensor(s, MIXP_F32, v, n5, 1);
+  MT_OK(mixp_mul_scalar(big, 1.0, &y));
+  assert_int_equal(k.calls, before);
+  mixp_tensor_release(big);
+  mixp_tensor_release(y);
+  mixp_session_destroy(s);
+}
+
+/* Counting is exact on large tensors (split over threads) and strided views. */
+static void test_counts_large_and_strided(void **state) {
+  (void)state;
+  log_sink k;
+  mixp_numerics_options o;
+  mixp_numerics_options_init(&o);
+  o.mode = MIXP_NUMERICS_WARN;
+  o.fp16_overflow = 1;
+  mixp_session *s = session_opts(&o, &k);
+  enum { N = 300001 };
+  double *v = (double *)malloc(N * sizeof(double));
+  for (int i = 0; i < N; ++i) v[i] = (i % 7 == 0) ? NAN : (i % 11 == 0) ? INFINITY : (i % 13 == 0) ? 1e5 : 1.0;
+  int nan = 0, inf = 0, huge = 0;
+  for (int i = 0; i < N; ++i) nan += isnan(v[i]), inf += isinf(v[i]), huge += v[i] == 1e5;
+  const int64_t n[1] = {N};
+  mixp_tensor *x = mt_tensor(s, MIXP_F32, v, n, 1), *y = NULL;
+  MT_OK(mixp_mul_scalar(x, 1.0, &y));
+  char want[128];
+  snprintf(want, sizeof want, "%d NaN, %d Inf of %d elements; %d finite", nan, inf, N, huge);
+  assert_contains(k.last, want);
+  mixp_tensor_release(y);
+  /* a transposed view: every element once */
+  const int64_t shape[2] = {3, 5};
+  double w[15];
+  for (int i = 0; i < 15; ++i) w[i] = i == 4 || i == 9 ? NAN : 1.0;
+  mixp_tensor *m = mt_tensor(s, MIXP_F32, w, shape, 2), *t = NULL;
+  MT_OK(mixp_transpose(m, 0, 1, &t));
+  MT_OK(mixp_mul_scalar(t, 1.0, &y));
+  assert_contains(k.last, "2 NaN, 0 Inf of 15 elements");
+  mixp_tensor_release(y);
+  mixp_tensor_release(t);
+  mixp_tensor_release(m);
+  mixp_tensor_release(x);
+  free(v);
+  mixp_session_destroy(s);
+}
+
+static void test_options_misuse(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  mixp_numerics_options o, bad;
+  mixp_numerics_options_init(&o);
+  assert_int_equal(o.struct_size, sizeof o);
+  assert_true(o.mode == MIXP_NUMERICS_OFF && o.start_step == 0 && o.end_step == -1 && o.fp16_overflow == 0);
+  mixp_numerics_options_init(NULL);
+  MT_FAILS(mixp_session_set_numerics_options(NULL, &o), MIXP_ERR_INVALID_ARGUMENT, "session");
+  MT_FAILS(mixp_session_set_numerics_options(s, NULL), MIXP_ERR_INVALID_ARGUMENT, "options is NULL");
+  const char *names[2] = {"exp", "no_such_op"};
+  const char *holes[1] = {NULL};
+#define BAD(stmt, needle)                                                                   \
+  do {                                                                                      \
+    mixp_numerics_options_init(&bad);                                                       \
+    stmt;                                                                                   \
+    MT_FAILS(mixp_session_set_numerics_options(s, &bad), MIXP_ERR_INVALID_ARGUMENT, needle); \
+  } while (0)
+  BAD(bad.struct_size = 4, "struct_size");
+  BAD(bad.struct_size = UINT32_MAX, "struct_size");
+  BAD(bad.mode = (mixp_numerics_mode)9, "options->mode");
+  BAD(bad.n_include = -1, "n_include is negative");
+  BAD(bad.n_include = 3, "include_ops is NULL");
+  BAD((bad.include_ops = names, bad.n_include = 2), "unknown op 'no_such_op'");
+  BAD((bad.exclude_ops = holes, bad.n_exclude = 1), "exclude_ops[0] is NULL");
+  BAD(bad.n_exclude = INT32_MIN, "n_exclude is negative");
+  BAD(bad.start_step = -1, "start_step");
+  BAD(bad.start_step = INT64_MIN, "start_step");
+  BAD((bad.start_step = 5, bad.end_step = 4), "end_step");
+  BAD(bad.end_step = -2, "end_step");
+  BAD(bad.fp16_overflow = 2, "fp16_overflow");
+#undef BAD
+  /* A failed call changed nothing: the checker is still off. */
+  mixp_tensor *x = with_negative(s, MIXP_F32), *y = NULL;
+  MT_OK(mixp_log(x, &y));
+  assert_string_equal(mixp_session_numerics_report(s), "");
+  mixp_tensor_release(x);
+  mixp_tensor_release(y);
+  mixp_session_destroy(s);
+}
+
 static void test_log_callback_null_restores_default(void **state) {
   (void)state;
   char buf[2048];
@@ -559,6 +775,11 @@ int main(void) {
       cmocka_unit_test(test_off_mode),
       cmocka_unit_test(test_option_at_create),
       cmocka_unit_test(test_set_mode_misuse),
+      cmocka_unit_test(test_op_filters),
+      cmocka_unit_test(test_step_range),
+      cmocka_unit_test(test_fp16_overflow),
+      cmocka_unit_test(test_counts_large_and_strided),
+      cmocka_unit_test(test_options_misuse),
       cmocka_unit_test(test_log_callback_null_restores_default),
       cmocka_unit_test(test_tf32_switch),
       cmocka_unit_test(test_tf32_override_env),

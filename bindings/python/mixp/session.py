@@ -66,6 +66,21 @@ class Session(Handle):
         """``"off"``, ``"warn"`` or ``"error"`` (see mixp_session_set_numerics_check)."""
         capi.mixp_session_set_numerics_check(self._h, _NUMERICS.get(mode, mode))
 
+    def set_numerics_options(self, mode="warn", include=None, exclude=None, steps=None,
+                             fp16_overflow=False):
+        """The numerics checker narrowed and widened (Paddle's TensorCheckerConfig):
+        ``include``/``exclude`` op names, ``steps=(start, end)`` counted in
+        optimizer steps from now (``end`` None: no end), and ``fp16_overflow``
+        to also report finite values an fp16 could not hold (|x| >= 65520)."""
+        o = capi.mixp_numerics_options()
+        o.mode = _NUMERICS.get(mode, mode)
+        if steps is not None:
+            start, end = steps
+            o.start_step = int(start)
+            o.end_step = -1 if end is None else int(end)
+        o.fp16_overflow = int(bool(fp16_overflow))
+        capi.mixp_swig_set_numerics_options(self._h, o, list(include or []), list(exclude or []))
+
     @property
     def numerics_report(self):
         return capi.mixp_session_numerics_report(self._h)

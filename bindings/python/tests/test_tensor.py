@@ -187,6 +187,24 @@ def test_session_properties():
     assert s.closed and "closed" in repr(s)
 
 
+def test_numerics_options_filter_and_fp16_overflow():
+    s = mixp.Session()
+    s.set_numerics_options("warn", include=["matmul"], fp16_overflow=True)
+    mixp.tensor([-1.0], session=s).log()  # NaN, but log is not checked
+    assert s.numerics_report == ""
+    x = mixp.from_numpy(np.full((4, 8), 9000, np.float32), session=s)
+    w = mixp.from_numpy(np.ones((8, 2), np.float32), session=s)
+    x @ w
+    assert "would overflow fp16" in s.numerics_report
+    assert "'matmul'" in s.numerics_report and "8 of 8 elements" in s.numerics_report
+    s.set_numerics_options("error", exclude=["log"], steps=(0, None))
+    mixp.tensor([-1.0], session=s).log()
+    with pytest.raises(mixp.NumericError, match="'sqrt'"):
+        mixp.tensor([-1.0], session=s).sqrt()
+    with pytest.raises(mixp.InvalidArgumentError, match="unknown op 'no_such_op'"):
+        s.set_numerics_options("warn", include=["no_such_op"])
+
+
 def test_log_callback_receives_numerics_warnings():
     s = mixp.Session()
     seen = []

@@ -56,7 +56,7 @@ class CpuBackend final : public Backend {
   void rand_normal(const View &out, uint64_t seed, uint64_t offset) override;
   void dropout_mask(const View &mask, double p, uint64_t seed, uint64_t offset) override;
 
-  void count_nonfinite(const View &x, int64_t *nan_count, int64_t *inf_count) override;
+  void count_values(const View &x, double tiny_below, double huge_from, ValueCounts *out) override;
 
   void gemm(const GemmArgs &args) override;
 
