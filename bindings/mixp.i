@@ -50,6 +50,7 @@
 #endif
 
 %{
+#include <cmath>
 #include <vector>
 
 #include "mixp/mixp.h"
@@ -174,8 +175,10 @@ MIXP_OPTIONS(mixp_state_spec, mixp_state_spec_init)
 %ignore mixp_numerics_options::n_include;
 %ignore mixp_numerics_options::exclude_ops;
 %ignore mixp_numerics_options::n_exclude;
-/* An int array out: hosts go through mixp_swig_optimizer_nonfinite_grad(). */
+/* Array outs: hosts go through mixp_swig_optimizer_nonfinite_grad() and
+ * mixp_swig_optimizer_grad_underflow(). */
 %ignore mixp_optimizer_nonfinite_grads;
+%ignore mixp_optimizer_grad_underflow;
 /* The training-state spec holds arrays of handles and strings: hosts go
  * through mixp_swig_state_save/load below (one of each object kind). */
 %ignore mixp_state_spec::modules;
@@ -281,6 +284,26 @@ mixp_status mixp_swig_autocast_push(mixp_session *session, const mixp_autocast_o
   o.custom_black_list = black;
   o.n_custom_black = n_black;
   return mixp_autocast_push(session, &o);
+}
+
+/** Parameter k's entry of mixp_optimizer_grad_underflow() in @p value (NaN
+ *  without a gradient) and the number of parameters in @p size; @p value is
+ *  NaN for k outside [0, size). Each call scans every gradient: hosts call
+ *  it for k = 0 .. size-1 every N steps.
+ *  @param optimizer The optimizer.
+ *  @param low MIXP_F16, MIXP_BF16 or MIXP_F32.
+ *  @param k Which parameter.
+ *  @param[out] value The fraction.
+ *  @param[out] size The number of parameters.
+ *  @return As mixp_optimizer_grad_underflow(). */
+mixp_status mixp_swig_optimizer_grad_underflow(const mixp_optimizer *optimizer, mixp_dtype low, int k,
+                                               double *value, int *size) {
+  *value = NAN;
+  *size = 0;
+  std::vector<double> f(k < 0 ? 1 : size_t(k) + 1);
+  const mixp_status st = mixp_optimizer_grad_underflow(optimizer, low, f.data(), int(f.size()), size);
+  if (st == MIXP_OK && k >= 0 && k < *size) *value = f[size_t(k)];
+  return st;
 }
 
 /** Sets the numerics checker like mixp_session_set_numerics_options() with

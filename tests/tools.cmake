@@ -183,3 +183,10 @@ set_tests_properties(mixp_train_memory_options PROPERTIES TIMEOUT 300)
 add_test(NAME mixp_train_check_numerics_filters
   COMMAND sh -c "t=\"$0\"; \"$t\" --check-ops matmul >/dev/null 2>err.txt; [ $? -eq 2 ] && grep -q 'add --check-numerics' err.txt || exit 1; \"$t\" --data synthetic --check-numerics warn --check-steps 3:1 >/dev/null 2>&1; [ $? -eq 2 ] || exit 1; \"$t\" --data synthetic --check-numerics warn --skip-ops no_such_op >/dev/null 2>err.txt; [ $? -eq 1 ] && grep -q \"unknown op 'no_such_op'\" err.txt || exit 1; \"$t\" --data synthetic --hidden 16 --epochs 1 --limit-train 512 --limit-test 128 --check-numerics error --check-ops linear,relu --check-steps 0:4 --check-fp16-overflow | grep -q '^final: '"
   $<TARGET_FILE:mixp-train>)
+
+# --underflow-stats prints the share of each gradient that f16 cannot hold
+# and logs it per parameter (underflow/<name> in the CSV); --low-scale is
+# accepted with its three values and refuses others.
+add_test(NAME mixp_train_underflow_stats
+  COMMAND sh -c "t=\"$0\"; out=$(\"$t\" --data synthetic --hidden 16 --epochs 1 --limit-train 1024 --limit-test 128 --amp O1 --amp-dtype f16 --low-scale warn --underflow-stats --log-every 4 --csv run.csv) || exit 1; echo \"$out\" | grep -q '^step 4: gradient underflow in f16: mean [0-9.]*% of elements, most in ' || { echo \"$out\"; exit 1; }; grep -q ',underflow/1.weight,4,' run.csv || { head run.csv; exit 1; }; \"$t\" --low-scale sometimes >/dev/null 2>&1; [ $? -eq 2 ]"
+  $<TARGET_FILE:mixp-train>)

@@ -68,6 +68,11 @@ void usage(FILE *f) {
           "  --explain-overflow      on a step the loss scaler skips, print the parameters whose\n"
           "                          gradients were non-finite (scans them: that step waits)\n"
           "  --accum-steps N         accumulate gradients over N batches per optimizer step (default 1)\n"
+          "  --low-scale A           ignore (default), warn or error when the dynamic loss scale falls\n"
+          "                          below 1 (no fp16 scale fits: train in bf16)\n"
+          "  --underflow-stats       every --log-every steps, per parameter, the fraction of gradient\n"
+          "                          elements that are zero or subnormal in the AMP dtype (f16 at O0)\n"
+          "                          after scaling: printed, and logged as underflow/<name>\n"
           "  --master-weights on|off O2: keep fp32 master weights in the optimizer (default on); off\n"
           "                          updates the half parameters themselves (half the memory)\n"
           "  --stochastic-rounding   O2 bf16 without masters: round parameter updates stochastically,\n"
@@ -239,6 +244,7 @@ static const int kNumerics[] = {MIXP_NUMERICS_OFF, MIXP_NUMERICS_WARN, MIXP_NUME
 static const int kOptimizers[] = {1, 0}; /* args.adamw */
 static const int kOnOff[] = {1, 0};
 static const int kStateDtypes[] = {MIXP_F32, MIXP_BF16};
+static const int kLowScale[] = {MIXP_LOW_SCALE_IGNORE, MIXP_LOW_SCALE_WARN, MIXP_LOW_SCALE_ERROR};
 
 static const flag kFlags[] = {
     {"--model", CHOICE, AT(model), 0, 0,
@@ -276,6 +282,8 @@ static const flag kFlags[] = {
     {"--skip-ops", TEXT, AT(skip_ops), 0, 0, NULL, NULL, NULL, 0, 1},
     {"--check-steps", CUSTOM, 0, 0, 0, NULL, NULL, parse_check_steps, 0, 0},
     {"--check-fp16-overflow", SWITCH, AT(check_fp16_overflow), 0, 0, NULL, NULL, NULL, 0, 0},
+    {"--low-scale", CHOICE, AT(low_scale), 0, 0, "ignore,warn,error", kLowScale, NULL, 0, 0},
+    {"--underflow-stats", SWITCH, AT(underflow_stats), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--compare", SWITCH, AT(compare), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--logdir", TEXT, AT(logdir), 0, 0, NULL, NULL, NULL, 0, 1},
     {"--csv", TEXT, AT(csv_path), 0, 0, NULL, NULL, NULL, 0, 1},

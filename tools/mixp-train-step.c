@@ -34,6 +34,33 @@ static void explain_overflow(const trainer *t, int64_t step) {
   fflush(stdout);
 }
 
+/* --underflow-stats: per parameter, the share of the (still scaled)
+ * gradient that is zero or subnormal in the AMP dtype (f16 when training
+ * fp32: what switching to f16 would lose); logged as underflow/<name>, and
+ * the mean and the worst parameter printed. */
+static void underflow_stats(const trainer *t, int64_t step) {
+  const mixp_dtype low = t->amp_on ? t->a->amp_dtype : MIXP_F16;
+  double f[256];
+  int n = 0;
+  CHECK(mixp_optimizer_grad_underflow(t->opt, low, f, 256, &n));
+  double mean = 0, worst = -1;
+  int counted = 0, worst_k = -1;
+  for (int k = 0; k < n && k < 256; ++k) {
+    if (f[k] != f[k]) continue; /* no gradient */
+    char tag[160];
+    snprintf(tag, sizeof tag, "underflow/%s", mixp_module_parameter_name(t->m->zoo, k));
+    run_log_scalar(t->log, tag, step, f[k]);
+    mean += f[k];
+    ++counted;
+    if (f[k] > worst) worst = f[k], worst_k = k;
+  }
+  if (counted == 0) return;
+  printf("step %lld: gradient underflow in %s: mean %.2f%% of elements, most in %s (%.2f%%)\n", (long long)step,
+         low == MIXP_F16 ? "f16" : "bf16", 100.0 * mean / counted, mixp_module_parameter_name(t->m->zoo, worst_k),
+         100.0 * worst);
+  fflush(stdout);
+}
+
 double current_scale(const mixp_grad_scaler *sc) {
   double v = 1.0;
   CHECK(mixp_grad_scaler_get_scale(sc, &v));
@@ -76,6 +103,7 @@ static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y)
   if (a->accum_steps > 1) CHECK(mixp_mul_scalar(loss, 1.0 / a->accum_steps, &objective));
   CHECK(mixp_grad_scaler_scale(t->scaler, objective, &scaled));
   CHECK(mixp_backward(scaled, NULL));
+  if (last && a->underflow_stats && (p->steps + 1) % a->log_every == 0) underflow_stats(t, p->steps + 1);
   if (last) {
     if (a->clip_norm > 0) {
       CHECK(mixp_grad_scaler_unscale(t->scaler, t->opt)); /* clip the true gradients */

@@ -162,6 +162,7 @@ static mixp_grad_scaler *make_scaler(mixp_session *s, const args *a) {
     o.mode = a->amp_dtype == MIXP_F16 ? MIXP_SCALER_DYNAMIC : MIXP_SCALER_DISABLED;
   else o.mode = a->loss_scale;
   if (o.mode == MIXP_SCALER_STATIC) o.init_scale = a->static_scale;
+  o.below_one = a->low_scale;
   mixp_grad_scaler *sc = NULL;
   CHECK(mixp_grad_scaler_create(s, &o, &sc));
   return sc;

@@ -67,6 +67,8 @@ typedef struct args {
   int64_t check_from, check_to; /* --check-steps A:B (to -1: no end) */
   int check_steps_set;
   int check_fp16_overflow;      /* --check-fp16-overflow */
+  mixp_low_scale_action low_scale; /* --low-scale ignore|warn|error */
+  int underflow_stats;          /* --underflow-stats: per-parameter gradient underflow every --log-every steps */
   int compare;                  /* --compare: O0, O1 and O2 in one table */
   /* Training logs (mixp-train-log.h). */
   const char *logdir;           /* --logdir: TensorBoard event files */

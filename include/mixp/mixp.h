@@ -2092,6 +2092,29 @@ MIXP_API mixp_status mixp_optimizer_nonfinite_grads(const mixp_optimizer *optimi
                                                     int capacity, int *count);
 
 /**
+ * Gradient underflow statistics (gpt-neox #477): for each parameter, the
+ * fraction of its gradient's elements that are zero or would be subnormal in
+ * @p low (|g| below its smallest normal: 2^-14 for F16, 2^-126 for BF16 and
+ * F32), as the gradients are now. Called after backward and before
+ * unscale, it says how much of each gradient the loss scale failed to lift
+ * out of the low type's underflow range. Scans every gradient (waits for the
+ * device): call it every N steps, not every step.
+ * @param optimizer The optimizer.
+ * @param low MIXP_F16, MIXP_BF16 or MIXP_F32.
+ * @param[out] fractions Receives, for the first min(n, capacity) parameters
+ *        in mixp_optimizer_create()'s order, a fraction in [0, 1], or NaN for
+ *        a parameter without a gradient (or with 0 elements); may be NULL
+ *        when capacity is 0.
+ * @param capacity Room in @p fractions, >= 0.
+ * @param[out] count Receives the number of parameters n.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a NULL handle or @p count, a
+ *         negative capacity, NULL @p fractions with capacity > 0, or another
+ *         @p low.
+ */
+MIXP_API mixp_status mixp_optimizer_grad_underflow(const mixp_optimizer *optimizer, mixp_dtype low,
+                                                   double *fractions, int capacity, int *count);
+
+/**
  * The learning rate a schedule gives at a step, without an optimizer (for
  * plots and tests). Uses options->lr, schedule, warmup_steps, total_steps and
  * min_lr.
@@ -2161,6 +2184,15 @@ typedef MIXP_ENUM(mixp_scaler_mode) {
  * multiplied by @c growth_factor, never above @c max_scale nor to infinity.
  * With the defaults this is exactly PyTorch's torch.amp.GradScaler.
  */
+/** What a dynamic scaler does when its scale falls below 1 (the gradients
+ *  overflow fp16 even unscaled: no fp16 scale fits; pytorch #99640). */
+typedef MIXP_ENUM(mixp_low_scale_action) {
+  MIXP_LOW_SCALE_IGNORE = 0,  /**< Nothing (default; PyTorch's behaviour). */
+  MIXP_LOW_SCALE_WARN = 1,    /**< Log a warning once (session log callback). */
+  MIXP_LOW_SCALE_ERROR = 2    /**< mixp_grad_scaler_scale() fails with MIXP_ERR_NUMERIC while the
+                                   scale stays below 1. */
+} mixp_low_scale_action;
+
 typedef struct mixp_grad_scaler_options {
   uint32_t struct_size;       /**< sizeof(mixp_grad_scaler_options). */
   mixp_scaler_mode mode;      /**< MIXP_SCALER_AUTO. */
@@ -2176,6 +2208,11 @@ typedef struct mixp_grad_scaler_options {
   int64_t hysteresis;
   double min_scale;           /**< Lower bound of a backoff, >= 0 (0: no minimum). */
   double max_scale;           /**< Upper bound of a growth, > 0, may be HUGE_VAL (HUGE_VAL: no maximum). */
+  /** What to do when the scale falls below 1 (MIXP_LOW_SCALE_IGNORE). Checked
+   *  after each mixp_grad_scaler_update(), which then reads the scale (on a
+   *  GPU: one wait per step) unless IGNORE. Not part of the saved state.
+   *  Since 0.4 (a 0.3-sized struct reads as IGNORE). */
+  mixp_low_scale_action below_one;
 } mixp_grad_scaler_options;
 
 /**
@@ -2346,7 +2383,8 @@ MIXP_API mixp_status mixp_grad_scaler_save_state(const mixp_grad_scaler *scaler,
 
 /**
  * Restores a state saved by mixp_grad_scaler_save_state(), mode and options
- * included, so that training continues exactly where it was saved.
+ * included (except below_one, which stays the scaler's own), so that
+ * training continues exactly where it was saved.
  * @param scaler The scaler.
  * @param[in] buf The bytes (copied), @p n long.
  * @param n Number of bytes in @p buf.

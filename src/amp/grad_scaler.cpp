@@ -153,6 +153,7 @@ void default_scaler_options(mixp_grad_scaler_options &o) noexcept {
   o.hysteresis = 1;
   o.min_scale = 0.0;
   o.max_scale = HUGE_VAL;
+  o.below_one = MIXP_LOW_SCALE_IGNORE;
 }
 }  // namespace amp
 
@@ -164,11 +165,20 @@ GradScaler *check_grad_scaler(const mixp_grad_scaler *g, const char *fn, const c
   return const_cast<GradScaler *>(g);
 }
 
+// 0.3's struct ended before below_one (core/options.hpp).
+template <>
+struct StructVersions<mixp_grad_scaler_options> {
+  static constexpr size_t first = offsetof(mixp_grad_scaler_options, below_one);
+};
+
 std::unique_ptr<GradScaler> make_grad_scaler(Session *s, const mixp_grad_scaler_options *opts,
                                              const char *fn) {
   mixp_grad_scaler_options o = read_options(opts, amp::default_scaler_options, fn,
                                             "mixp_grad_scaler_options_init");
   check_scaler_options(o, true, MIXP_ERR_INVALID_ARGUMENT, "options->", fn);
+  if (o.below_one != MIXP_LOW_SCALE_IGNORE && o.below_one != MIXP_LOW_SCALE_WARN && o.below_one != MIXP_LOW_SCALE_ERROR)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->below_one is ", int(o.below_one),
+         ", expected MIXP_LOW_SCALE_IGNORE (0), _WARN (1) or _ERROR (2)");
   if (o.mode == MIXP_SCALER_AUTO) {
     mixp_dtype dt = MIXP_F32;
     const bool in_region = autocast::current_dtype(s, &dt);
@@ -210,6 +220,11 @@ TensorPtr mixp_grad_scaler::scale_loss(const TensorPtr &loss, const char *fn) {
     fail(MIXP_ERR_DTYPE, fn, ": loss must be a float tensor, got ", dtype_name(loss->dtype));
   check_session(session.get(), fn, "the scaler's session");
   if (disabled()) return loss;
+  if (low_scale > 0.0)
+    fail(MIXP_ERR_NUMERIC, fn, ": the loss scale fell to ", low_scale,
+         ", below 1: the gradients overflow fp16 even unscaled, so no fp16 loss scale fits; train in "
+         "bf16, or find the ops with the numerics checker's fp16_overflow (the scaler was created with "
+         "below_one = MIXP_LOW_SCALE_ERROR)");
   // One op of its own: the inner ops are then internal, so autocast (O2
   // would run the product in fp16, where 2^16 is Inf) and the numerics
   // checker leave them alone.
@@ -337,6 +352,27 @@ void mixp_grad_scaler::update(const char *fn) {
   }
   count_skipped(*s, *sum);
   last_found_inf = std::move(sum);
+  if (options.mode == MIXP_SCALER_DYNAMIC) note_scale(read_scale_if_watched());
+}
+
+// The scale when below_one asks to watch it (a read: one wait on a GPU), else
+// 1 (never low).
+double mixp_grad_scaler::read_scale_if_watched() const {
+  return options.below_one == MIXP_LOW_SCALE_IGNORE ? 1.0 : read_scale();
+}
+
+// Acts on a new scale value for below_one: warns once, or arms scale()'s
+// refusal while the scale stays below 1.
+void mixp_grad_scaler::note_scale(double v) {
+  const bool low = v < 1.0;
+  if (low && options.below_one == MIXP_LOW_SCALE_WARN && !low_scale_warned) {
+    low_scale_warned = true;
+    session->log(MIXP_LOG_WARNING, mixp::str("grad scaler: the loss scale fell to ", v,
+                                             ", below 1: the gradients overflow fp16 even unscaled, so no fp16 "
+                                             "loss scale fits; train in bf16, or find the ops with the numerics "
+                                             "checker's fp16_overflow"));
+  }
+  low_scale = low && options.below_one == MIXP_LOW_SCALE_ERROR ? v : 0.0;
 }
 
 // skipped += (found != 0), on the device: `found` sums the optimizers' 0/1
@@ -364,6 +400,7 @@ void mixp_grad_scaler::update_to(double new_scale, const char *fn) {
   check_session(session.get(), fn, "the scaler's session");
   if (!records.empty()) last_found_inf = finish_iteration();
   write_scalar(*scale, float(new_scale));
+  note_scale(double(float(new_scale)));
 }
 
 double mixp_grad_scaler::read_scale() const {
@@ -473,8 +510,11 @@ mixp_grad_scaler::LoadedState mixp_grad_scaler::prepare_load_state(const unsigne
 
 void mixp_grad_scaler::commit_load_state(LoadedState &&st) {
   using namespace mixp;
+  const mixp_low_scale_action watch = options.below_one;  // the scaler's own, not saved
   options = st.options;
+  options.below_one = watch;
   write_scalar(*scale, st.scale);
+  if (options.mode == MIXP_SCALER_DYNAMIC) note_scale(double(st.scale));
   write_scalar(*growth_tracker, st.growth);
   write_scalar(*bad_count, st.bad);
   write_scalar(*hysteresis_left, st.hysteresis);

@@ -44,6 +44,10 @@ struct mixp_grad_scaler {
   mixp::TensorPtr last_found_inf;      // F32 scalar summed by the last update; null before
   mixp::TensorPtr skipped;             // F64 scalar: updates that found an overflow
   std::vector<Record> records;         // optimizers seen since the last update
+  // options.below_one: warned once already; the low scale scale() refuses
+  // to work under (0: none).
+  bool low_scale_warned = false;
+  double low_scale = 0.0;
 
   ~mixp_grad_scaler() { magic = 0; }
 
@@ -57,6 +61,8 @@ struct mixp_grad_scaler {
   void count_skipped(mixp::Session &s, const mixp::Tensor &found);
 
   double read_scale() const;
+  double read_scale_if_watched() const;
+  void note_scale(double v);
   int read_found_inf() const;
   int64_t read_growth_tracker() const;
   int64_t read_skipped() const;

@@ -88,6 +88,28 @@ mixp_status mixp_optimizer_nonfinite_grads(const mixp_optimizer *optimizer, int 
   });
 }
 
+mixp_status mixp_optimizer_grad_underflow(const mixp_optimizer *optimizer, mixp_dtype low, double *fractions,
+                                          int capacity, int *count) {
+  static const char *fn = "mixp_optimizer_grad_underflow";
+  return guard(fn, [&] {
+    const Optimizer *o = check_optimizer(optimizer, fn);
+    check_out(count, fn, "count");
+    if (capacity < 0) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": capacity = ", capacity, " is negative");
+    if (capacity > 0 && !fractions)
+      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": fractions is NULL with capacity ", capacity);
+    double smallest_normal = 0;
+    switch (low) {
+      case MIXP_F16: smallest_normal = 0x1p-14; break;
+      case MIXP_BF16: case MIXP_F32: smallest_normal = 0x1p-126; break;
+      default:
+        fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": low is ", int(low), ", expected MIXP_F16, MIXP_BF16 or MIXP_F32");
+    }
+    const std::vector<double> f = o->grad_underflow(smallest_normal);
+    for (size_t i = 0; i < f.size() && i < size_t(capacity); ++i) fractions[i] = f[i];
+    *count = int(f.size());
+  });
+}
+
 mixp_status mixp_lr_schedule_value(const mixp_optimizer_options *options, int64_t step,
                                    double *lr) {
   static const char *fn = "mixp_lr_schedule_value";

@@ -232,6 +232,18 @@ void mixp_optimizer::step(const char *fn) {
   ++s->numerics_step;  // the numerics checker's step range counts optimizer steps
 }
 
+std::vector<double> mixp_optimizer::grad_underflow(double smallest_normal) const {
+  std::vector<double> out(slots.size(), std::nan(""));
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const mixp::Tensor &p = *slots[i].param;
+    if (!p.grad || p.grad->numel() == 0) continue;
+    mixp::ValueCounts c;
+    mixp::backend_of(*p.grad).count_values(mixp::view_of(*p.grad), smallest_normal, INFINITY, &c);
+    out[i] = double(c.zero + c.tiny) / double(p.grad->numel());
+  }
+  return out;
+}
+
 std::vector<int> mixp_optimizer::nonfinite_grads() const {
   std::vector<int> found;
   for (size_t i = 0; i < slots.size(); ++i) {

@@ -99,6 +99,10 @@ struct mixp_optimizer {
   // The indices of the parameters whose gradient holds NaN or Inf (waits
   // for the device).
   std::vector<int> nonfinite_grads() const;
+  // Per parameter, the fraction of its gradient's elements that are zero or
+  // below `smallest_normal` in magnitude (NaN without a gradient); waits for
+  // the device.
+  std::vector<double> grad_underflow(double smallest_normal) const;
   // The gradients of the parameters that have one, made contiguous (in
   // place, replacing a strided .grad by a contiguous copy) so that the
   // multi-tensor kernels can run over them.

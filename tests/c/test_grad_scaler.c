@@ -1,8 +1,8 @@
 /* GradScaler: golden scale trajectories (PyTorch, Paddle decr_every_n,
  * Apex hysteresis, min/max bounds, static, disabled), the per-optimizer state
  * machine, save/load, overflow recovery with bit-identical skipped steps,
- * overflow flags combined across optimizers, AUTO mode, and misuse of every
- * function. */
+ * overflow flags combined across optimizers, AUTO mode, the below_one
+ * warning/error, and misuse of every function. */
 #include "test_util.h"
 
 #include "../golden/grad_scaler_trajectories.h"
@@ -776,6 +776,120 @@ static void test_auto_mode(void **state) {
 
 /* ---- misuse ------------------------------------------------------------------------------- */
 
+/* ---- below_one: the scale falling below 1 ----------------------------------------- */
+
+typedef struct low_sink {
+  int warnings;
+  char last[512];
+} low_sink;
+
+static void low_sink_fn(void *user, mixp_log_level level, const char *message) {
+  low_sink *k = (low_sink *)user;
+  if (level == MIXP_LOG_WARNING) k->warnings++;
+  snprintf(k->last, sizeof k->last, "%s", message);
+}
+
+/* Every step overflows (an Inf gradient): from scale 4 the backoff reaches
+ * 2, 1, 0.5, 0.25. WARN logs once when it passes below 1; ERROR makes the
+ * next scale() fail with MIXP_ERR_NUMERIC, naming the scale, until the
+ * scale is 1 or more again; IGNORE does neither. */
+static void test_below_one(void **state) {
+  (void)state;
+  for (int action = 0; action < 3; ++action) {
+    mixp_session *s = mt_session();
+    low_sink k = {0, ""};
+    MT_OK(mixp_session_set_log_callback(s, low_sink_fn, &k));
+    const double v[2] = {1, 2};
+    mixp_tensor *p = mt_tensor(s, MIXP_F32, v, (int64_t[]){2}, 1);
+    MT_OK(mixp_tensor_set_requires_grad(p, 1));
+    mixp_optimizer *opt = NULL;
+    mixp_optimizer_options oo;
+    mixp_optimizer_options_init(&oo, MIXP_OPTIM_SGD);
+    MT_OK(mixp_optimizer_create(s, &p, 1, &oo, &opt));
+    mixp_grad_scaler_options o;
+    mixp_grad_scaler_options_init(&o);
+    assert_int_equal(o.below_one, MIXP_LOW_SCALE_IGNORE);
+    o.mode = MIXP_SCALER_DYNAMIC;
+    o.init_scale = 4.0;
+    o.below_one = (mixp_low_scale_action)action;
+    mixp_grad_scaler *g = scaler_with(s, &o);
+    for (int i = 0; i < 2; ++i) one_iteration(g, opt, p, 1); /* 4 -> 2 -> 1 */
+    assert_true(get_scale(g) == 1.0);
+    assert_int_equal(k.warnings, 0);
+    one_iteration(g, opt, p, 1); /* 1 -> 0.5 */
+    assert_true(get_scale(g) == 0.5);
+    assert_int_equal(k.warnings, action == MIXP_LOW_SCALE_WARN ? 1 : 0);
+    if (action == MIXP_LOW_SCALE_WARN) assert_non_null(strstr(k.last, "fell to 0.5, below 1"));
+    mixp_tensor *loss = NULL, *scaled = NULL;
+    MT_OK(mixp_sum(p, NULL, 0, 0, &loss));
+    if (action == MIXP_LOW_SCALE_ERROR) {
+      scaled = (mixp_tensor *)0x1;
+      MT_FAILS(mixp_grad_scaler_scale(g, loss, &scaled), MIXP_ERR_NUMERIC, "mixp_grad_scaler_scale: the loss scale fell to 0.5");
+      assert_ptr_equal(scaled, (mixp_tensor *)0x1); /* nothing produced */
+      assert_true(get_scale(g) == 0.5);             /* nothing changed */
+      /* Back to 1 or more: scale() works again. */
+      MT_OK(mixp_grad_scaler_update_to(g, 2.0));
+      MT_OK(mixp_grad_scaler_scale(g, loss, &scaled));
+      mixp_tensor_release(scaled);
+      MT_OK(mixp_grad_scaler_update_to(g, 0.25));
+      MT_FAILS(mixp_grad_scaler_scale(g, loss, &scaled), MIXP_ERR_NUMERIC, "fell to 0.25");
+    } else {
+      /* training goes on; WARN does not repeat */
+      MT_OK(mixp_grad_scaler_scale(g, loss, &scaled));
+      mixp_tensor_release(scaled);
+      MT_OK(mixp_grad_scaler_update_to(g, 1.0));
+      one_iteration(g, opt, p, 1);
+      assert_int_equal(k.warnings, action == MIXP_LOW_SCALE_WARN ? 1 : 0);
+    }
+    mixp_tensor_release(loss);
+    mixp_grad_scaler_destroy(g);
+    mixp_optimizer_destroy(opt);
+    mixp_tensor_release(p);
+    mixp_session_destroy(s);
+  }
+}
+
+/* A 0.3-sized options struct (before below_one) is accepted with IGNORE;
+ * below_one survives load_state (it is the scaler's, not the state's). */
+static void test_below_one_versions_and_state(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  mixp_grad_scaler_options o;
+  memset(&o, 0x5a, sizeof o);
+  mixp_grad_scaler_options_init(&o);
+  o.struct_size = (uint32_t)offsetof(mixp_grad_scaler_options, below_one);
+  o.below_one = (mixp_low_scale_action)77; /* past the old end: not read */
+  o.mode = MIXP_SCALER_DYNAMIC;
+  mixp_grad_scaler *old = scaler_with(s, &o);
+  mixp_grad_scaler_options_init(&o);
+  o.mode = MIXP_SCALER_DYNAMIC;
+  o.init_scale = 0.5;
+  o.min_scale = 0.0;
+  mixp_grad_scaler *low = scaler_with(s, &o); /* IGNORE: a low scale is fine */
+  size_t n = 0;
+  MT_OK(mixp_grad_scaler_state_size(low, &n));
+  unsigned char *buf = (unsigned char *)malloc(n);
+  size_t written = 0;
+  MT_OK(mixp_grad_scaler_save_state(low, buf, n, &written));
+  assert_int_equal(written, n);
+  mixp_grad_scaler_options_init(&o);
+  o.mode = MIXP_SCALER_DYNAMIC;
+  o.below_one = MIXP_LOW_SCALE_ERROR;
+  mixp_grad_scaler *strict = scaler_with(s, &o);
+  MT_OK(mixp_grad_scaler_load_state(strict, buf, n)); /* scale 0.5 now, ERROR kept */
+  const double v[1] = {1};
+  mixp_tensor *loss = mt_tensor(s, MIXP_F32, v, (int64_t[]){1}, 1), *scaled = NULL;
+  MT_FAILS(mixp_grad_scaler_scale(strict, loss, &scaled), MIXP_ERR_NUMERIC, "fell to 0.5");
+  MT_OK(mixp_grad_scaler_scale(old, loss, &scaled));
+  mixp_tensor_release(scaled);
+  mixp_tensor_release(loss);
+  free(buf);
+  mixp_grad_scaler_destroy(old);
+  mixp_grad_scaler_destroy(low);
+  mixp_grad_scaler_destroy(strict);
+  mixp_session_destroy(s);
+}
+
 static void test_create_misuse(void **state) {
   (void)state;
   mixp_session *s = mt_session();
@@ -794,6 +908,9 @@ static void test_create_misuse(void **state) {
     assert_ptr_equal(g, (mixp_grad_scaler *)0x1);                                   \
   } while (0)
   BAD(struct_size, 8, "struct_size");
+  BAD(struct_size, UINT32_MAX, "struct_size");
+  BAD(below_one, (mixp_low_scale_action)3, "options->below_one is 3");
+  BAD(below_one, (mixp_low_scale_action)-1, "options->below_one");
   BAD(mode, (mixp_scaler_mode)7, "options->mode is 7");
   BAD(mode, (mixp_scaler_mode)-1, "options->mode");
   BAD(init_scale, 0.0, "init_scale");
@@ -961,6 +1078,8 @@ int main(void) {
       cmocka_unit_test(test_static_skips),
       cmocka_unit_test(test_skipped_steps),
       cmocka_unit_test(test_auto_mode),
+      cmocka_unit_test(test_below_one),
+      cmocka_unit_test(test_below_one_versions_and_state),
       cmocka_unit_test(test_create_misuse),
       cmocka_unit_test(test_call_misuse),
       cmocka_unit_test(test_closed_session),

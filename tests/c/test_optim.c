@@ -767,6 +767,44 @@ static void test_options_v03(void **state) {
   mixp_session_destroy(s);
 }
 
+/* Gradient underflow statistics: zeros and values below the low type's
+ * smallest normal (2^-14 for f16, 2^-126 for bf16), per parameter; NaN for a
+ * parameter without a gradient. */
+static void test_grad_underflow(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  const double v[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  const double g[8] = {0, 1e-6, 1e-5, 0x1p-14, 1.0, -3e-5, 65504, -0.5};
+  mixp_tensor *p[2] = {make_param(s, MIXP_F32, v, 8), make_param(s, MIXP_F32, v, 3)};
+  mixp_optimizer_options o;
+  mixp_optimizer_options_init(&o, MIXP_OPTIM_SGD);
+  mixp_optimizer *opt = make_opt(s, p, 2, &o);
+  set_grad(p[0], g); /* p[1] has no gradient */
+  double f[4] = {-1, -1, -1, -1};
+  int n = -1;
+  MT_OK(mixp_optimizer_grad_underflow(opt, MIXP_F16, f, 4, &n));
+  assert_int_equal(n, 2);
+  assert_true(f[0] == 4.0 / 8); /* 0, 1e-6, 1e-5, -3e-5; 2^-14 is normal */
+  assert_true(isnan(f[1]));
+  assert_true(f[2] == -1); /* past n: untouched */
+  MT_OK(mixp_optimizer_grad_underflow(opt, MIXP_BF16, f, 1, &n));
+  assert_true(f[0] == 1.0 / 8 && n == 2);
+  MT_OK(mixp_optimizer_grad_underflow(opt, MIXP_F32, NULL, 0, &n));
+  assert_int_equal(n, 2);
+  /* misuse */
+  MT_FAILS(mixp_optimizer_grad_underflow(NULL, MIXP_F16, f, 4, &n), MIXP_ERR_INVALID_ARGUMENT, "optimizer");
+  MT_FAILS(mixp_optimizer_grad_underflow(opt, MIXP_F16, f, 4, NULL), MIXP_ERR_INVALID_ARGUMENT, "count");
+  MT_FAILS(mixp_optimizer_grad_underflow(opt, MIXP_F16, f, -1, &n), MIXP_ERR_INVALID_ARGUMENT, "capacity");
+  MT_FAILS(mixp_optimizer_grad_underflow(opt, MIXP_F16, f, INT32_MIN, &n), MIXP_ERR_INVALID_ARGUMENT, "capacity");
+  MT_FAILS(mixp_optimizer_grad_underflow(opt, MIXP_F16, NULL, 4, &n), MIXP_ERR_INVALID_ARGUMENT, "fractions is NULL");
+  MT_FAILS(mixp_optimizer_grad_underflow(opt, MIXP_F64, f, 4, &n), MIXP_ERR_INVALID_ARGUMENT, "low is 3");
+  MT_FAILS(mixp_optimizer_grad_underflow(opt, (mixp_dtype)-7, f, 4, &n), MIXP_ERR_INVALID_ARGUMENT, "low");
+  mixp_optimizer_destroy(opt);
+  mixp_tensor_release(p[0]);
+  mixp_tensor_release(p[1]);
+  mixp_session_destroy(s);
+}
+
 static void test_options_init_defaults(void **state) {
   (void)state;
   mixp_optimizer_options o;
@@ -1044,6 +1082,7 @@ int main(void) {
       cmocka_unit_test(test_stochastic_rounding),
       cmocka_unit_test(test_stochastic_rounding_other_dtypes),
       cmocka_unit_test(test_options_v03),
+      cmocka_unit_test(test_grad_underflow),
       cmocka_unit_test(test_options_init_defaults),
       cmocka_unit_test(test_create_misuse),
       cmocka_unit_test(test_nonfinite_grads),

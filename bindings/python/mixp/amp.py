@@ -106,6 +106,10 @@ _MODES = {"auto": capi.MIXP_SCALER_AUTO, "dynamic": capi.MIXP_SCALER_DYNAMIC,
 _MODE_NAMES = {v: k for k, v in _MODES.items()}
 
 
+_BELOW_ONE = {"ignore": capi.MIXP_LOW_SCALE_IGNORE, "warn": capi.MIXP_LOW_SCALE_WARN,
+              "error": capi.MIXP_LOW_SCALE_ERROR}
+
+
 class GradScaler(Handle):
     """Dynamic loss scaling with PyTorch's algorithm and method names.
 
@@ -113,7 +117,10 @@ class GradScaler(Handle):
     ``update(new_scale=None)``, ``get_scale()``, ``state_dict()``,
     ``load_state_dict()``. ``mode`` is "dynamic" (PyTorch's behaviour, the
     default), "static", "disabled", or "auto" (disabled when created inside a
-    bf16 autocast region). ``enabled=False`` means "disabled".
+    bf16 autocast region). ``enabled=False`` means "disabled". ``below_one``
+    ("ignore", the default, "warn" or "error") says what happens when the
+    scale falls below 1, where no fp16 scale fits: a warning once, or
+    ``scale()`` raising NumericError while it stays there.
     """
 
     __slots__ = ("_session",)
@@ -121,7 +128,8 @@ class GradScaler(Handle):
 
     def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
                  growth_interval=2000, enabled=True, mode="dynamic", hysteresis=1,
-                 decr_every_n_nan_or_inf=1, min_scale=0.0, max_scale=float("inf"), session=None):
+                 decr_every_n_nan_or_inf=1, min_scale=0.0, max_scale=float("inf"), session=None,
+                 below_one="ignore"):
         o = capi.mixp_grad_scaler_options()
         o.mode = _MODES[mode] if enabled else capi.MIXP_SCALER_DISABLED
         o.init_scale = float(init_scale)
@@ -132,6 +140,7 @@ class GradScaler(Handle):
         o.decr_every_n_nan_or_inf = int(decr_every_n_nan_or_inf)
         o.min_scale = float(min_scale)
         o.max_scale = float(max_scale)
+        o.below_one = _BELOW_ONE[below_one]
         s = session or default_session()
         super().__init__(capi.mixp_grad_scaler_create(s._h, o))
         self._session = s

@@ -71,6 +71,23 @@ class Optimizer(Handle):
     def step_count(self):
         return capi.mixp_optimizer_step_count(self._h)
 
+    def grad_underflow(self, low=None):
+        """Per parameter, the fraction of its gradient's elements that are
+        zero or subnormal in ``low`` (default ``mixp.float16``), as they are
+        now: after backward and before unscale it shows what the loss scale
+        failed to lift (NaN for a parameter without a gradient). Scans the
+        gradients once per parameter: call it every N steps."""
+        from .dtypes import float16
+        low = int(as_dtype(float16 if low is None else low))
+        out = []
+        k = 0
+        while True:
+            value, size = capi.mixp_swig_optimizer_grad_underflow(self._h, low, k)
+            if k >= size:
+                return out
+            out.append(value)
+            k += 1
+
     def nonfinite_grads(self):
         """Indices (into the parameters given at construction) of those whose
         gradient holds NaN or Inf now: what overflowed on a skipped step.

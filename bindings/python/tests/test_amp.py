@@ -147,6 +147,21 @@ def test_grad_scaler_skips_overflowing_steps():
     assert w.numpy().tolist() == [1.0]
 
 
+def test_grad_scaler_below_one_error_names_the_scale():
+    s = mixp.Session()
+    w = mixp.tensor([1.0], requires_grad=True, session=s)
+    opt = mixp.optim.SGD([w], lr=0.1)
+    scaler = amp.GradScaler(init_scale=1.0, below_one="error", session=s)
+    opt.zero_grad()
+    scaler.scale((w * float("inf")).sum()).backward()
+    scaler.step(opt)
+    scaler.update()  # 1 -> 0.5
+    with pytest.raises(mixp.NumericError, match="fell to 0.5, below 1"):
+        scaler.scale((w * 2.0).sum())
+    with pytest.raises(KeyError):
+        amp.GradScaler(below_one="sometimes", session=s)
+
+
 def test_unscale_twice_is_a_runtime_error_with_mixps_message():
     s = mixp.Session()
     w = mixp.tensor([1.0, 2.0], requires_grad=True, session=s)

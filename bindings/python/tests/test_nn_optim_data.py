@@ -99,6 +99,17 @@ def test_bf16_optimizer_state_halves_its_memory():
         optim.Adam([mixp.from_numpy(np.ones(2, np.float32)).requires_grad_()], state_dtype=mixp.float16)
 
 
+def test_grad_underflow_fractions():
+    w = mixp.from_numpy(np.ones(4, np.float32)).requires_grad_()
+    unused = mixp.from_numpy(np.ones(2, np.float32)).requires_grad_()
+    opt = optim.SGD([w, unused], lr=0.1)
+    g = mixp.from_numpy(np.array([0, 1e-6, 1.0, 2.0], np.float32))
+    (w * g).sum().backward()
+    f = opt.grad_underflow()
+    assert f[0] == 0.5 and np.isnan(f[1])
+    assert opt.grad_underflow(mixp.bfloat16)[0] == 0.25
+
+
 def test_clip_grad_norm_and_schedules():
     w = mixp.tensor([3.0, 4.0], requires_grad=True)
     opt = optim.SGD([w])
