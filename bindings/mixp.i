@@ -96,6 +96,7 @@ MIXP_HANDLE(mixp_optimizer, mixp_optimizer_destroy)
 MIXP_HANDLE(mixp_grad_scaler, mixp_grad_scaler_destroy)
 MIXP_HANDLE(mixp_dataset, mixp_dataset_destroy)
 MIXP_HANDLE(mixp_loader, mixp_loader_destroy)
+MIXP_HANDLE(mixp_trace, mixp_trace_destroy)
 
 /* A retained tensor is a new reference owned by the caller. */
 %newobject mixp_tensor_retain;
@@ -215,6 +216,9 @@ MIXP_OPTIONS(mixp_state_spec, mixp_state_spec_init)
 %noexception mixp_grad_scaler_destroy;
 %noexception mixp_dataset_destroy;
 %noexception mixp_loader_destroy;
+%noexception mixp_trace_destroy;
+/* The report out-parameter: hosts read it with mixp_trace_report(). */
+%ignore mixp_trace_compare;
 
 /* ---- the one error translation ------------------------------------------- */
 %exception {
@@ -304,6 +308,19 @@ mixp_status mixp_swig_optimizer_grad_underflow(const mixp_optimizer *optimizer, 
   const mixp_status st = mixp_optimizer_grad_underflow(optimizer, low, f.data(), int(f.size()), size);
   if (st == MIXP_OK && k >= 0 && k < *size) *value = f[size_t(k)];
   return st;
+}
+
+/** mixp_trace_compare() without the report out-parameter (read it with
+ *  mixp_trace_report()); the first divergent entry, or -1, in @p count.
+ *  @param reference The trusted run.
+ *  @param test The run under test.
+ *  @param rel_tol The relative tolerance, >= 0.
+ *  @param[out] count The first divergent entry, or -1.
+ *  @return As mixp_trace_compare(). */
+mixp_status mixp_swig_trace_compare(const mixp_trace *reference, mixp_trace *test, double rel_tol,
+                                    int64_t *count) {
+  *count = -1;
+  return mixp_trace_compare(reference, test, rel_tol, count, NULL);
 }
 
 /** Sets the numerics checker like mixp_session_set_numerics_options() with

@@ -190,3 +190,9 @@ add_test(NAME mixp_train_check_numerics_filters
 add_test(NAME mixp_train_underflow_stats
   COMMAND sh -c "t=\"$0\"; out=$(\"$t\" --data synthetic --hidden 16 --epochs 1 --limit-train 1024 --limit-test 128 --amp O1 --amp-dtype f16 --low-scale warn --underflow-stats --log-every 4 --csv run.csv) || exit 1; echo \"$out\" | grep -q '^step 4: gradient underflow in f16: mean [0-9.]*% of elements, most in ' || { echo \"$out\"; exit 1; }; grep -q ',underflow/1.weight,4,' run.csv || { head run.csv; exit 1; }; \"$t\" --low-scale sometimes >/dev/null 2>&1; [ $? -eq 2 ]"
   $<TARGET_FILE:mixp-train>)
+
+# --compare-numerics: the first batch under O0 and O2 bf16, op by op; the
+# table has the forward and backward rows and a verdict line.
+add_test(NAME mixp_train_compare_numerics
+  COMMAND sh -c "out=$(\"$0\" --data synthetic --hidden 32 --amp O2 --amp-dtype bf16 --compare-numerics --compare-tol 0.5) || exit 1; echo \"$out\"; echo \"$out\" | grep -q '^op by op: O2 bf16 against O0 (fp32)' && echo \"$out\" | grep -q ' linear  *forward ' && echo \"$out\" | grep -q ' linear  *backward ' && echo \"$out\" | grep -qE '^(no op above|first op above) the relative tolerance 0.5'"
+  $<TARGET_FILE:mixp-train>)

@@ -85,6 +85,9 @@ void usage(FILE *f) {
           "  --check-fp16-overflow   ... and report finite values that would overflow fp16 (|x| >= 65520),\n"
           "                          to find before switching a bf16/fp32 model to fp16 what overflows\n"
           "  --compare               run O0, O1 and O2 with the same seed and print one table\n"
+          "  --compare-numerics      run the first batch under O0 and under --amp (O1 if O0) from the\n"
+          "                          same weights and print every op's error, forward and backward,\n"
+          "                          marking the first above --compare-tol (relative, default 0.05)\n"
           "\n"
           "Training logs:\n"
           "  --logdir DIR            write TensorBoard event files to DIR (with --compare: DIR/O0,\n"
@@ -285,6 +288,8 @@ static const flag kFlags[] = {
     {"--low-scale", CHOICE, AT(low_scale), 0, 0, "ignore,warn,error", kLowScale, NULL, 0, 0},
     {"--underflow-stats", SWITCH, AT(underflow_stats), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--compare", SWITCH, AT(compare), 0, 0, NULL, NULL, NULL, 0, 0},
+    {"--compare-numerics", SWITCH, AT(compare_numerics), 0, 0, NULL, NULL, NULL, 0, 0},
+    {"--compare-tol", REAL, AT(compare_tol), 0, 0, NULL, NULL, NULL, 0, 1},
     {"--logdir", TEXT, AT(logdir), 0, 0, NULL, NULL, NULL, 0, 1},
     {"--csv", TEXT, AT(csv_path), 0, 0, NULL, NULL, NULL, 0, 1},
     {"--log-every", INT, AT(log_every), 1, INT_MAX, NULL, NULL, NULL, 0, 0},
@@ -364,6 +369,7 @@ static void set_defaults(args *a) {
   a->init_scale = 65536.0;
   a->accum_steps = 1;
   a->master_weights = 1;
+  a->compare_tol = 0.05;
   a->optimizer_state = MIXP_F32;
   a->check_numerics = MIXP_NUMERICS_OFF;
   a->check_to = -1;
@@ -396,6 +402,8 @@ static void check_combinations(args *a) {
       a->check_numerics == MIXP_NUMERICS_OFF)
     bad_usage("--check-ops, --skip-ops, --check-steps and --check-fp16-overflow narrow or widen the "
               "numerics checker: add --check-numerics warn or error");
+  if (a->compare_numerics && (a->compare || a->save_path || a->resume_path))
+    bad_usage("--compare-numerics runs one batch twice; it takes no --compare, --save or --resume");
   if (a->compare && (a->save_path || a->resume_path))
     bad_usage("--compare runs three trainings; it takes no --save or --resume");
 }

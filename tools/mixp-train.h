@@ -70,6 +70,8 @@ typedef struct args {
   mixp_low_scale_action low_scale; /* --low-scale ignore|warn|error */
   int underflow_stats;          /* --underflow-stats: per-parameter gradient underflow every --log-every steps */
   int compare;                  /* --compare: O0, O1 and O2 in one table */
+  int compare_numerics;         /* --compare-numerics: the first batch op by op, O0 against --amp */
+  double compare_tol;           /* --compare-tol: relative error that counts as divergent (default 0.05) */
   /* Training logs (mixp-train-log.h). */
   const char *logdir;           /* --logdir: TensorBoard event files */
   const char *csv_path;         /* --csv: the same scalars as CSV */

@@ -128,6 +128,7 @@ MIXP_GO_HANDLE(mixp_optimizer)
 MIXP_GO_HANDLE(mixp_grad_scaler)
 MIXP_GO_HANDLE(mixp_dataset)
 MIXP_GO_HANDLE(mixp_loader)
+MIXP_GO_HANDLE(mixp_trace)
 
 /* split(): one output per entry of sizes (arg3); a short slice becomes NULL
  * so that mixp reports it instead of writing past the Go memory. */

@@ -131,6 +131,7 @@ MIXP_PY_OUT_HANDLE(mixp_optimizer)
 MIXP_PY_OUT_HANDLE(mixp_grad_scaler)
 MIXP_PY_OUT_HANDLE(mixp_dataset)
 MIXP_PY_OUT_HANDLE(mixp_loader)
+MIXP_PY_OUT_HANDLE(mixp_trace)
 
 /* ---- scalar out-parameters ------------------------------------------------ */
 %include <typemaps.i>

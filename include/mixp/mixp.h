@@ -73,7 +73,7 @@ extern "C" {
 /** Major version: bumped on any ABI-breaking change (it is the SONAME). */
 #define MIXP_VERSION_MAJOR 0
 /** Minor version: bumped when functions or struct fields are added. */
-#define MIXP_VERSION_MINOR 3
+#define MIXP_VERSION_MINOR 4
 /** Patch version: bumped for fixes that change no interface. */
 #define MIXP_VERSION_PATCH 0
 /** The version as one comparable number: major*10000 + minor*100 + patch. */
@@ -319,6 +319,76 @@ MIXP_API mixp_status mixp_session_set_numerics_check(mixp_session *session,
  *         on it; "" when nothing non-finite was seen (or for NULL).
  */
 MIXP_API const char *mixp_session_numerics_report(const mixp_session *session);
+
+/** @name Op traces: two runs compared op by op
+ *  Record the outputs of every op of one batch in two runs (O0 against
+ *  O1/O2, CPU against GPU), then compare them in execution order: the
+ *  largest error of each op and the first op whose error passes a tolerance
+ *  (Paddle's compare_accuracy). @{ */
+
+/** Opaque trace handle: the recorded outputs, on the host. */
+typedef struct mixp_trace mixp_trace;
+
+/**
+ * Starts recording a trace on @p session: from now on the outputs of every
+ * op called on it (forward, and the gradients backward computes) are copied
+ * to the host in double precision, in execution order; casts are recorded but
+ * left out of comparisons. Meant for one batch: each output is a wait and a
+ * copy, and at most 2^25 values (256 MiB) are kept (later entries keep their
+ * op, dtype and shape only).
+ * @param session The session.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL; MIXP_ERR_STATE when a
+ *         trace is already being recorded.
+ */
+MIXP_API mixp_status mixp_trace_begin(mixp_session *session);
+
+/**
+ * Stops recording and hands over the trace.
+ * @param session The session.
+ * @param[out] out Receives the trace (owned: mixp_trace_destroy()).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL; MIXP_ERR_STATE when no
+ *         trace is being recorded.
+ */
+MIXP_API mixp_status mixp_trace_end(mixp_session *session, mixp_trace **out);
+
+/**
+ * Destroys a trace.
+ * @param trace The trace, or NULL (no-op).
+ */
+MIXP_API void mixp_trace_destroy(mixp_trace *trace);
+
+/**
+ * The number of recorded outputs (casts included).
+ * @param trace The trace.
+ * @return The count, or -1 for NULL.
+ */
+MIXP_API int64_t mixp_trace_length(const mixp_trace *trace);
+
+/**
+ * The report of the last mixp_trace_compare() that took @p trace as its test.
+ * @param trace The trace.
+ * @return A string borrowed from @p trace ("" before any comparison, or for NULL).
+ */
+MIXP_API const char *mixp_trace_report(const mixp_trace *trace);
+
+/**
+ * Compares @p test with @p reference entry by entry (casts left out): for
+ * each output the largest absolute difference and that over the reference's
+ * largest magnitude (Inf where one holds NaN/Inf and the other not).
+ * @param reference The trusted run (e.g. O0).
+ * @param test The run under test (e.g. O2); receives the report.
+ * @param rel_tol The relative error above which an op counts as divergent, >= 0.
+ * @param[out] first_divergent Receives the index (among the compared
+ *        entries) of the first op above @p rel_tol, or of the first entry
+ *        where the runs called different ops; -1 when there is none. May be NULL.
+ * @param[out] report Receives a table, one line per entry, then the verdict;
+ *        borrowed from @p test, valid until its next compare or destroy. May be NULL.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL traces or a negative or
+ *         NaN @p rel_tol.
+ */
+MIXP_API mixp_status mixp_trace_compare(const mixp_trace *reference, mixp_trace *test, double rel_tol,
+                                        int64_t *first_divergent, const char **report);
+/** @} */
 
 /** The numerics checker narrowed and widened (Paddle's TensorCheckerConfig):
  *  which ops and steps it looks at, and whether it also looks for values
@@ -2174,6 +2244,15 @@ typedef MIXP_ENUM(mixp_scaler_mode) {
   MIXP_SCALER_DISABLED = 3
 } mixp_scaler_mode;
 
+/** What a dynamic scaler does when its scale falls below 1 (the gradients
+ *  overflow fp16 even unscaled: no fp16 scale fits; pytorch #99640). */
+typedef MIXP_ENUM(mixp_low_scale_action) {
+  MIXP_LOW_SCALE_IGNORE = 0,  /**< Nothing (default; PyTorch's behaviour). */
+  MIXP_LOW_SCALE_WARN = 1,    /**< Log a warning once (session log callback). */
+  MIXP_LOW_SCALE_ERROR = 2    /**< mixp_grad_scaler_scale() fails with MIXP_ERR_NUMERIC while the
+                                   scale stays below 1. */
+} mixp_low_scale_action;
+
 /**
  * Options for mixp_grad_scaler_create(); fill with
  * mixp_grad_scaler_options_init(). After each update(), with n clean steps
@@ -2184,15 +2263,6 @@ typedef MIXP_ENUM(mixp_scaler_mode) {
  * multiplied by @c growth_factor, never above @c max_scale nor to infinity.
  * With the defaults this is exactly PyTorch's torch.amp.GradScaler.
  */
-/** What a dynamic scaler does when its scale falls below 1 (the gradients
- *  overflow fp16 even unscaled: no fp16 scale fits; pytorch #99640). */
-typedef MIXP_ENUM(mixp_low_scale_action) {
-  MIXP_LOW_SCALE_IGNORE = 0,  /**< Nothing (default; PyTorch's behaviour). */
-  MIXP_LOW_SCALE_WARN = 1,    /**< Log a warning once (session log callback). */
-  MIXP_LOW_SCALE_ERROR = 2    /**< mixp_grad_scaler_scale() fails with MIXP_ERR_NUMERIC while the
-                                   scale stays below 1. */
-} mixp_low_scale_action;
-
 typedef struct mixp_grad_scaler_options {
   uint32_t struct_size;       /**< sizeof(mixp_grad_scaler_options). */
   mixp_scaler_mode mode;      /**< MIXP_SCALER_AUTO. */

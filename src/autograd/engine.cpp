@@ -140,6 +140,7 @@ void run_backward(Tensor &root, const Tensor *seed) {
           if (!e.active() || i >= gins.size() || !gins[i]) continue;
           TensorPtr g = conform(gins[i], n->input_dtypes[i], n->input_shapes[i], n->name);
           if (s->numerics != MIXP_NUMERICS_OFF) check_numerics(s, n->name, "backward", int(i), *g);
+          if (s->trace) record_trace(s, n->name, true, int(i), *g);
           if (e.fn) {
             auto &slots = pending[e.fn.get()];
             slots.resize(size_t(e.fn->num_outputs));

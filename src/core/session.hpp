@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/op_trace.hpp"
 #include "core/refcount.hpp"
 #include "mixp/mixp.h"
 
@@ -55,6 +56,8 @@ struct mixp_session {
     bool fp16_overflow = false;
   } numerics_filter;
   int64_t numerics_step = 0;
+  // The op trace being recorded (mixp_trace_begin .. mixp_trace_end), or null.
+  std::unique_ptr<mixp::OpTrace> trace;
   // Op statistics (mixp_session_op_stats_start): while on, every op a user
   // calls (depth 0; autocast's casts included) counts one call for its
   // output's dtype, separately for the ops a backward pass runs.

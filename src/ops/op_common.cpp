@@ -121,6 +121,7 @@ void OpScope::autocast_inputs(TensorPtr *const *inputs, size_t n) {
 
 void OpScope::check_output(const Tensor &out, int index) const {
   if (outermost_ && s_->numerics != MIXP_NUMERICS_OFF) check_numerics(s_, name_, "forward", index, out);
+  if (outermost_ && s_->trace) record_trace(s_, name_, false, index, out);
   mark(out, index);
 }
 

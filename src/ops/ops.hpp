@@ -112,6 +112,9 @@ class OpScope {
 // `t` holds NaN or Inf, reports op, phase ("forward"/"backward"), output
 // index, dtype, shape and counts: logs it (warn) or throws MIXP_ERR_NUMERIC.
 void check_numerics(Session *s, const char *op, const char *phase, int index, const Tensor &t);
+// Appends t (an output of op, forward or backward) to the session's op trace
+// (the caller has checked s->trace).
+void record_trace(Session *s, const char *op, bool backward, int index, const Tensor &t);
 
 Backend &backend_of(const Tensor &t) noexcept;
 // Fails unless all tensors share one session; returns it.

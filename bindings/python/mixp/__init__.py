@@ -32,6 +32,7 @@ from . import optim
 from . import amp
 from . import data
 from .state import save_state, load_state
+from .trace import trace, Trace
 from .functional import (matmul, relu, gelu, sigmoid, tanh, softmax, log_softmax, cross_entropy,
                          mse_loss, cat, split)
 
@@ -56,5 +57,5 @@ __all__ = [
     "no_grad", "Tensor", "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "arange", "rand",
     "randn", "functional", "nn", "optim", "amp", "data", "matmul", "relu", "gelu", "sigmoid",
     "tanh", "softmax", "log_softmax", "cross_entropy", "mse_loss", "cat", "split", "build_info",
-    "ops", "save_state", "load_state", "__version__",
+    "ops", "save_state", "load_state", "trace", "Trace", "__version__",
 ]

@@ -228,3 +228,25 @@ def test_grad_scaler_counts_skipped_steps():
         scaler.update()
     assert scaler.skipped_steps == 2
     assert not scaler.found_inf
+
+
+def test_trace_compare_o0_against_bf16_autocast():
+    def run(autocast):
+        s = mixp.Session(seed=3)
+        model = mixp.nn.model("mlp in=8 hidden=16 classes=4", session=s)
+        x = mixp.from_numpy(np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8), session=s)
+        y = mixp.from_numpy(np.array([0, 1, 2, 3], np.int64), session=s)
+        with mixp.trace(s) as t:
+            if autocast:
+                with amp.autocast(dtype=mixp.bfloat16, session=s):
+                    loss = mixp.cross_entropy(model(x), y)
+            else:
+                loss = mixp.cross_entropy(model(x), y)
+            loss.backward()
+        return t
+    ref, test = run(False), run(True)
+    assert len(test) > len(ref) > 0  # bf16 adds casts, left out of the comparison
+    first, report = test.compare(ref, rel_tol=1e-6)
+    assert first >= 0 and "<- first above the tolerance" in report
+    first, report = test.compare(ref, rel_tol=0.5)
+    assert first == -1 and "no op above the relative tolerance" in report
