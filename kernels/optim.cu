@@ -244,46 +244,15 @@ struct Kind {
   }
 };
 
-// Calls f(T{}, G{}, S{}, std::bool_constant<master>{}, std::bool_constant<stochastic>{})
-// for a kind. A master is fp32 and pairs only with fp32-compute params; BF16
-// state only with them too; stochastic rounding only for BF16 parameters
-// without a master.
+// Calls f(T{}, G{}, S{}, master, stochastic) for a kind (with_param_types:
+// the contract's rules).
 template <class F>
 void dispatch_kind(const Kind &kind, const char *kernel, F &&f) {
+  const std::string where = str("cuda ", kernel);
   dispatch_float_dt(kind.dtype, kernel, [&](auto tag) {
     using T = std::remove_cvref_t<decltype(tag)>;
-    using A = acc_t<T>;
-    auto with_state = [&](auto gtag, auto master) {
-      constexpr bool kM = decltype(master)::value;
-      auto with_rounding = [&](auto state) {
-        if (!kind.stochastic) {
-          f(T{}, gtag, state, master, std::false_type{});
-        } else if constexpr (std::is_same_v<T, bf16> && !kM) {
-          f(T{}, gtag, state, master, std::true_type{});
-        } else {
-          fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": stochastic rounding of a ", dtype_name(kind.dtype),
-               kM ? " parameter with a master" : " parameter");
-        }
-      };
-      if (kind.state_dtype == (std::is_same_v<A, double> ? MIXP_F64 : MIXP_F32)) {
-        with_rounding(A{});
-      } else if constexpr (std::is_same_v<A, float>) {
-        if (kind.state_dtype != MIXP_BF16)
-          fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": state dtype ", dtype_name(kind.state_dtype));
-        with_rounding(bf16{});
-      } else {
-        fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": state dtype ", dtype_name(kind.state_dtype), " for a ",
-             dtype_name(kind.dtype), " parameter");
-      }
-    };
-    if (!kind.master) {
-      with_state(T{}, std::false_type{});
-    } else if constexpr (std::is_same_v<A, float>) {
-      if (kind.grad_f32) with_state(float{}, std::true_type{});
-      else with_state(T{}, std::true_type{});
-    } else {
-      fail(MIXP_ERR_INTERNAL, "cuda ", kernel, ": an fp32 master for an F64 parameter");
-    }
+    optim::with_param_types<T>(kind.dtype, kind.master, kind.grad_f32, kind.state_dtype, kind.stochastic,
+                               where.c_str(), f);
   });
 }
 

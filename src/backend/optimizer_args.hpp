@@ -8,8 +8,10 @@
 // is contiguous with n elements.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "core/dtype.hpp"
+#include "core/error.hpp"
 
 namespace mixp::optim {
 
@@ -79,5 +81,51 @@ struct AdamArgs {
 // device memory: a non-zero value skips the whole update (parameters,
 // masters, state and steps stay bit-identical), which is how a GradScaler or
 // a non-finite clip norm skips a step without a host sync.
+
+// The storage types of one parameter's update, the contract's rules in one
+// place for every backend: given the parameter's storage type T (from the
+// backend's own dtype dispatch), calls
+//   f(T{}, G{}, S{}, std::bool_constant<master>{}, std::bool_constant<stochastic>{})
+// with G the gradient's type (T, or float with a master and grad_f32) and S
+// the state's (acc_t<T>, or bf16 for BF16 state). A master is fp32, so it
+// pairs only with parameters that compute in fp32, as does BF16 state;
+// stochastic rounding is for BF16 parameters without a master. Anything else
+// is MIXP_ERR_INTERNAL naming `where` (e.g. "cpu adam"): the optimizer never
+// asks for it.
+template <class T, class F>
+void with_param_types(DType dtype, bool master, bool grad_f32, DType state_dtype, bool stochastic,
+                      const char *where, F &&f) {
+  using A = acc_t<T>;
+  auto with_state = [&](auto gtag, auto has_master) {
+    constexpr bool kMaster = decltype(has_master)::value;
+    auto with_rounding = [&](auto state) {
+      if (!stochastic) {
+        f(T{}, gtag, state, has_master, std::false_type{});
+      } else if constexpr (std::is_same_v<T, bf16> && !kMaster) {
+        f(T{}, gtag, state, has_master, std::true_type{});
+      } else {
+        fail(MIXP_ERR_INTERNAL, where, ": stochastic rounding of a ", dtype_name(dtype),
+             kMaster ? " parameter with a master" : " parameter");
+      }
+    };
+    if (state_dtype == (std::is_same_v<A, double> ? MIXP_F64 : MIXP_F32)) {
+      with_rounding(A{});
+    } else if constexpr (std::is_same_v<A, float>) {
+      if (state_dtype != MIXP_BF16) fail(MIXP_ERR_INTERNAL, where, ": state dtype ", dtype_name(state_dtype));
+      with_rounding(bf16{});
+    } else {
+      fail(MIXP_ERR_INTERNAL, where, ": state dtype ", dtype_name(state_dtype), " for a ", dtype_name(dtype),
+           " parameter");
+    }
+  };
+  if (!master) {
+    with_state(T{}, std::false_type{});
+  } else if constexpr (std::is_same_v<A, float>) {
+    if (grad_f32) with_state(float{}, std::true_type{});
+    else with_state(T{}, std::true_type{});
+  } else {
+    fail(MIXP_ERR_INTERNAL, where, ": an fp32 master for a ", dtype_name(dtype), " parameter");
+  }
+}
 
 }  // namespace mixp::optim

@@ -467,6 +467,15 @@ static mixp_session *session_opts(const mixp_numerics_options *o, log_sink *sink
   return s;
 }
 
+/* A session whose checker warns, with the fp16-overflow check. */
+static mixp_session *overflow_checker(log_sink *sink) {
+  mixp_numerics_options o;
+  mixp_numerics_options_init(&o);
+  o.mode = MIXP_NUMERICS_WARN;
+  o.fp16_overflow = 1;
+  return session_opts(&o, sink);
+}
+
 /* Only the listed ops are looked at; excluded ones never. */
 static void test_op_filters(void **state) {
   (void)state;
@@ -552,11 +561,7 @@ static void test_step_range(void **state) {
 static void test_fp16_overflow(void **state) {
   (void)state;
   log_sink k;
-  mixp_numerics_options o;
-  mixp_numerics_options_init(&o);
-  o.mode = MIXP_NUMERICS_WARN;
-  o.fp16_overflow = 1;
-  mixp_session *s = session_opts(&o, &k);
+  mixp_session *s = overflow_checker(&k);
   const double v[5] = {65519, -65520, 1e30, 3, -70000};
   const int64_t n5[1] = {5};
   for (int d = 0; d < 3; ++d) {
@@ -582,6 +587,7 @@ static void test_fp16_overflow(void **state) {
   mixp_tensor_release(y);
   /* Without the option, the same values pass silently. */
   MT_OK(mixp_session_set_numerics_check(s, MIXP_NUMERICS_OFF));
+  mixp_numerics_options o;
   mixp_numerics_options_init(&o);
   o.mode = MIXP_NUMERICS_WARN;
   MT_OK(mixp_session_set_numerics_options(s, &o));
@@ -598,11 +604,7 @@ static void test_fp16_overflow(void **state) {
 static void test_counts_large_and_strided(void **state) {
   (void)state;
   log_sink k;
-  mixp_numerics_options o;
-  mixp_numerics_options_init(&o);
-  o.mode = MIXP_NUMERICS_WARN;
-  o.fp16_overflow = 1;
-  mixp_session *s = session_opts(&o, &k);
+  mixp_session *s = overflow_checker(&k);
   enum { N = 300001 };
   double *v = (double *)malloc(N * sizeof(double));
   for (int i = 0; i < N; ++i) v[i] = (i % 7 == 0) ? NAN : (i % 11 == 0) ? INFINITY : (i % 13 == 0) ? 1e5 : 1.0;

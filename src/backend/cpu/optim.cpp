@@ -32,12 +32,12 @@ inline bool skipped(const float *found_inf) noexcept { return found_inf && *foun
 // gradient, S its state; kMaster: p is read from and written to the fp32
 // master (g is then fp32 or T) and the parameter only receives the rounded
 // result; kStochastic: that rounding is stochastic (BF16 only).
-template <class T_, class S_, bool kMaster_, bool kGradF32, bool kStochastic_>
+template <class T_, class G_, class S_, bool kMaster_, bool kStochastic_>
 struct Types {
   using T = T_;
   using A = acc_t<T>;
   using S = S_;
-  using G = std::conditional_t<kGradF32, float, T>;
+  using G = G_;
   static constexpr bool kMaster = kMaster_, kStochastic = kStochastic_;
 };
 
@@ -214,49 +214,19 @@ void adam_typed(const ParamArgs &pa, const AdamArgs &a) {
   *pa.step += 1.0;
 }
 
-// Calls f(Types<...>{}) for the parameter's storage types. A master is fp32,
-// so it only pairs with parameters that compute in fp32; BF16 state only
-// with them too; stochastic rounding only for BF16 parameters without one.
+// Calls f(Types<...>{}) for the parameter's storage types (with_param_types:
+// the contract's rules).
 template <class F>
 void dispatch_param(const ParamArgs &pa, const char *kernel, F &&f) {
   if (!pa.step) fail(MIXP_ERR_INTERNAL, "cpu ", kernel, ": the step counter is NULL");
+  const std::string where = str("cpu ", kernel);
   dispatch_float(pa.dtype, [&](auto tag) {
-    // remove_cvref: GCC reads decltype(tag) in the nested lambdas as a reference.
     using T = std::remove_cvref_t<decltype(tag)>;
-    using A = acc_t<T>;
-    auto with_state = [&](auto master, auto gf32) {
-      constexpr bool kM = decltype(master)::value, kG = decltype(gf32)::value;
-      auto with_rounding = [&](auto state) {
-        using S = std::remove_cvref_t<decltype(state)>;
-        if (!pa.stochastic) {
-          f(Types<T, S, kM, kG, false>{});
-        } else if constexpr (std::is_same_v<T, bf16> && !kM) {
-          f(Types<T, S, kM, kG, true>{});
-        } else {
-          fail(MIXP_ERR_INTERNAL, "cpu ", kernel, ": stochastic rounding of a ", dtype_name(pa.dtype),
-               kM ? " parameter with a master" : " parameter");
-        }
-      };
-      if (pa.state_dtype == (std::is_same_v<A, double> ? MIXP_F64 : MIXP_F32)) {
-        with_rounding(A{});
-      } else if constexpr (std::is_same_v<A, float>) {
-        if (pa.state_dtype != MIXP_BF16)
-          fail(MIXP_ERR_INTERNAL, "cpu ", kernel, ": state dtype ", dtype_name(pa.state_dtype));
-        with_rounding(bf16{});
-      } else {
-        fail(MIXP_ERR_INTERNAL, "cpu ", kernel, ": state dtype ", dtype_name(pa.state_dtype), " for a ",
-             dtype_name(pa.dtype), " parameter");
-      }
-    };
-    if (!pa.master) {
-      with_state(std::false_type{}, std::is_same<T, float>{});
-    } else if constexpr (std::is_same_v<A, float>) {
-      if (pa.grad_f32) with_state(std::true_type{}, std::true_type{});
-      else with_state(std::true_type{}, std::is_same<T, float>{});
-    } else {
-      fail(MIXP_ERR_INTERNAL, "cpu ", kernel, ": an fp32 master for a ", dtype_name(pa.dtype),
-           " parameter");
-    }
+    with_param_types<T>(pa.dtype, pa.master != nullptr, pa.grad_f32, pa.state_dtype, pa.stochastic, where.c_str(),
+                        [&](auto, auto gtag, auto state, auto master, auto stochastic) {
+                          f(Types<T, std::remove_cvref_t<decltype(gtag)>, std::remove_cvref_t<decltype(state)>,
+                                  decltype(master)::value, decltype(stochastic)::value>{});
+                        });
   });
 }
 
