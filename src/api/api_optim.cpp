@@ -9,6 +9,18 @@
 
 using namespace mixp;
 
+namespace {
+
+// An array out-parameter with its room: `count` must be writable, capacity
+// >= 0, and `array` (named `name`) non-NULL when there is room.
+void check_array_out(const void *array, const char *name, int capacity, const int *count, const char *fn) {
+  check_out(count, fn, "count");
+  if (capacity < 0) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": capacity = ", capacity, " is negative");
+  if (capacity > 0 && !array) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ", name, " is NULL with capacity ", capacity);
+}
+
+}  // namespace
+
 extern "C" {
 
 void mixp_optimizer_options_init(mixp_optimizer_options *options, mixp_optimizer_kind kind) {
@@ -78,10 +90,7 @@ mixp_status mixp_optimizer_nonfinite_grads(const mixp_optimizer *optimizer, int 
   static const char *fn = "mixp_optimizer_nonfinite_grads";
   return guard(fn, [&] {
     const Optimizer *o = check_optimizer(optimizer, fn);
-    check_out(count, fn, "count");
-    if (capacity < 0) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": capacity = ", capacity, " is negative");
-    if (capacity > 0 && !indices)
-      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": indices is NULL with capacity ", capacity);
+    check_array_out(indices, "indices", capacity, count, fn);
     const std::vector<int> found = o->nonfinite_grads();
     for (size_t i = 0; i < found.size() && i < size_t(capacity); ++i) indices[i] = found[i];
     *count = int(found.size());
@@ -93,10 +102,7 @@ mixp_status mixp_optimizer_grad_underflow(const mixp_optimizer *optimizer, mixp_
   static const char *fn = "mixp_optimizer_grad_underflow";
   return guard(fn, [&] {
     const Optimizer *o = check_optimizer(optimizer, fn);
-    check_out(count, fn, "count");
-    if (capacity < 0) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": capacity = ", capacity, " is negative");
-    if (capacity > 0 && !fractions)
-      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": fractions is NULL with capacity ", capacity);
+    check_array_out(fractions, "fractions", capacity, count, fn);
     double smallest_normal = 0;
     switch (low) {
       case MIXP_F16: smallest_normal = 0x1p-14; break;

@@ -215,14 +215,13 @@ void adam_typed(const ParamArgs &pa, const AdamArgs &a) {
 }
 
 // Calls f(Types<...>{}) for the parameter's storage types (with_param_types:
-// the contract's rules).
+// the contract's rules); `kernel` names it in errors ("cpu adam").
 template <class F>
 void dispatch_param(const ParamArgs &pa, const char *kernel, F &&f) {
-  if (!pa.step) fail(MIXP_ERR_INTERNAL, "cpu ", kernel, ": the step counter is NULL");
-  const std::string where = str("cpu ", kernel);
+  if (!pa.step) fail(MIXP_ERR_INTERNAL, kernel, ": the step counter is NULL");
   dispatch_float(pa.dtype, [&](auto tag) {
     using T = std::remove_cvref_t<decltype(tag)>;
-    with_param_types<T>(pa.dtype, pa.master != nullptr, pa.grad_f32, pa.state_dtype, pa.stochastic, where.c_str(),
+    with_param_types<T>(pa.dtype, pa.master != nullptr, pa.grad_f32, pa.state_dtype, pa.stochastic, kernel,
                         [&](auto, auto gtag, auto state, auto master, auto stochastic) {
                           f(Types<T, std::remove_cvref_t<decltype(gtag)>, std::remove_cvref_t<decltype(state)>,
                                   decltype(master)::value, decltype(stochastic)::value>{});
@@ -241,7 +240,7 @@ void CpuBackend::sgd_step(const optim::ParamArgs *params, int count, const optim
   if (skipped(found_inf)) return;
   for (int i = 0; i < count; ++i) {
     const ParamArgs &pa = params[i];
-    dispatch_param(pa, "sgd", [&](auto types) { sgd_typed<decltype(types)>(pa, a); });
+    dispatch_param(pa, "cpu sgd", [&](auto types) { sgd_typed<decltype(types)>(pa, a); });
   }
 }
 
@@ -251,7 +250,7 @@ void CpuBackend::adam_step(const optim::ParamArgs *params, int count, const opti
   if (skipped(found_inf)) return;
   for (int i = 0; i < count; ++i) {
     const ParamArgs &pa = params[i];
-    dispatch_param(pa, "adam", [&](auto types) { adam_typed<decltype(types)>(pa, a); });
+    dispatch_param(pa, "cpu adam", [&](auto types) { adam_typed<decltype(types)>(pa, a); });
   }
 }
 
