@@ -18,6 +18,8 @@
 //   optim.cu        sgd_step, adam_step (fused SGD / Adam(W), backend/optimizer_args.hpp)
 //   conv.cu         conv2d (+backward) through cuDNN
 //   pool.cu norm.cu embedding.cu
+//   collectives.cpp clique_id, clique_join/leave, all_reduce, broadcast,
+//                   all_gather (NCCL, opened with dlopen on first use)
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -148,6 +150,18 @@ class CudaBackend final : public Backend {
   void embedding_backward(const View &gy, const View &indices, int64_t padding_idx,
                           const View &gw) override;
 
+  // collectives.cpp: NCCL on the session's stream (ordered with the step's
+  // kernels); the library is loaded on the first clique_id/clique_join.
+  bool has_collectives() const noexcept override { return true; }
+  void clique_id(unsigned char id[kCliqueIdBytes]) override;
+  const char *clique_join(const unsigned char id[kCliqueIdBytes], int world, int rank) override;
+  // Waits for the stream (the queued collectives) before destroying the
+  // communicator; ~CudaBackend calls it while the stream still exists.
+  void clique_leave() noexcept override;
+  void all_reduce(const View &buf, CollectiveOp op) override;
+  void broadcast(const View &buf, int root) override;
+  void all_gather(const View &in, const View &out) override;
+
   // Library handles and scratch owned by runtime.cu / gemm.cu / conv.cu
   // (defined in kernels/libs.hpp).
   struct Libs;
@@ -158,6 +172,14 @@ class CudaBackend final : public Backend {
   cudaStream_t stream_ = nullptr;
   uint64_t host_syncs_ = 0;
   std::unique_ptr<Libs> libs_;
+  // The NCCL communicator while in a clique, else null (collectives.cpp,
+  // which alone sees NCCL's types).
+  struct Clique;
+  struct LeaveClique {
+    void operator()(Clique *c) const noexcept;
+  };
+  std::unique_ptr<Clique, LeaveClique> clique_;
+  Clique &joined(const char *fn);  // the clique, or MIXP_ERR_STATE
 
  public:
   // Written by the check kernels through a mapped pinned page, read by the

@@ -112,6 +112,8 @@ void init_runtime(int device, cudaStream_t *stream, CudaBackend::Libs &L) {
 }  // namespace
 
 CudaBackend::~CudaBackend() {
+  // The communicator's collectives run on the stream: it goes first.
+  clique_leave();
   // Queued frees and kernels must finish before the pool and handles go.
   if (stream_) cudaStreamSynchronize(stream_);
   if (index_error_) cudaFreeHost(index_error_);

@@ -121,6 +121,26 @@ if [ -n "${MIXP_CUDNN_ROOT:-}" ]; then
   export LD_LIBRARY_PATH=$MIXP_CUDNN_ROOT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 
+# NCCL, which libmixp_cuda.so dlopens for the device collectives: the
+# loader's (ldconfig, LD_LIBRARY_PATH), else the toolkit's, else PyTorch's
+# wheel (site-packages/nvidia/nccl/lib); the folder of one of those last two
+# goes on LD_LIBRARY_PATH, so the tests and benchmarks find it.
+nccl_in() { for d in "$@"; do [ -e "$d/libnccl.so.2" ] && { echo "$d/libnccl.so.2"; return 0; }; done; return 1; }
+NCCL_LIB=$({ ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null | awk '$1 == "libnccl.so.2" {print $NF; exit}')
+# shellcheck disable=SC2086
+[ -z "$NCCL_LIB" ] && NCCL_LIB=$(IFS=:; nccl_in ${LD_LIBRARY_PATH:-})
+NCCL_FROM=""
+if [ -z "$NCCL_LIB" ]; then
+  NCCL_LIB=$(nccl_in "$CUDA_HOME_DIR/lib64" "$CUDA_HOME_DIR/lib" /usr/local/cuda/lib64) && NCCL_FROM="the CUDA toolkit"
+  if [ -z "$NCCL_LIB" ]; then
+    for p in ${PY:-python3} python3; do
+      r=$("$p" -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null) &&
+        NCCL_LIB=$(nccl_in "$r/lib") && { NCCL_FROM="PyTorch's wheel ($p)"; break; }
+    done
+  fi
+  [ -n "$NCCL_LIB" ] && export LD_LIBRARY_PATH=${NCCL_LIB%/*}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+
 if [ -z "${CUDA_ARCHS:-}" ]; then
   cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
   CUDA_ARCHS=${cc:+${cc}-real}
@@ -150,6 +170,11 @@ esac
   echo "cmake: $(cmake --version | head -1); generator: ${GEN_ARGS[*]:-default}; CUDA archs: $CUDA_ARCHS"
   echo "deps prefix: ${MIXP_DEPS_PREFIX:-none (system headers)}"
   echo "cuDNN: ${MIXP_CUDNN_ROOT:-from the CUDA toolkit}"
+  if [ -n "$NCCL_LIB" ]; then
+    echo "NCCL: $(readlink -f "$NCCL_LIB")${NCCL_FROM:+ (from $NCCL_FROM, put on LD_LIBRARY_PATH)}"
+  else
+    echo "NCCL: libnccl.so.2 not found (device collectives fail with MIXP_ERR_DEVICE)"
+  fi
   if [ -n "$PY" ]; then
     echo "python: $PY ($("$PY" -c 'import sys; print(sys.version.split()[0])'))"
     echo "torch: $("$PY" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())' 2>&1)"

@@ -73,7 +73,7 @@ extern "C" {
 /** Major version: bumped on any ABI-breaking change (it is the SONAME). */
 #define MIXP_VERSION_MAJOR 0
 /** Minor version: bumped when functions or struct fields are added. */
-#define MIXP_VERSION_MINOR 4
+#define MIXP_VERSION_MINOR 5
 /** Patch version: bumped for fixes that change no interface. */
 #define MIXP_VERSION_PATCH 0
 /** The version as one comparable number: major*10000 + minor*100 + patch. */
@@ -2693,6 +2693,18 @@ typedef struct mixp_loader_options {
   double scale;          /**< Pixels are first multiplied by this (default 1/255). */
   double mean;           /**< ... then (x - mean) / std (default 0). */
   double std;            /**< See mean (default 1). */
+  /** Data parallelism (since 0.5; a 0.4-sized struct reads as 0 and 1): this
+   *  loader is shard @c shard_index of @c shard_count, one per rank (see
+   *  mixp_dist_rank()). Every shard walks the same per-epoch order (same
+   *  seed on every rank) in global batches of shard_count * batch_size
+   *  samples and takes its contiguous part of each, so that the shards
+   *  together see every sample exactly once per epoch and the global batch
+   *  is the one a single process with batch_size * shard_count would see.
+   *  Every shard yields the same number of batches: the last global batch is
+   *  split as evenly as possible (sizes differ by at most one), and a last
+   *  remainder smaller than shard_count joins the batch before it. */
+  int shard_index;
+  int shard_count;       /**< Number of shards, >= 1 (default 1: no sharding). */
 } mixp_loader_options;
 
 /**
@@ -2706,8 +2718,10 @@ MIXP_API void mixp_loader_options_init(mixp_loader_options *options);
  * @param dataset The dataset (kept alive by the loader).
  * @param options Batch size, shuffling, normalisation and dtype.
  * @param[out] out Receives the loader (owned: mixp_loader_destroy()).
- * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for batch_size < 1, std <= 0 or
- *         a non-float dtype.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for batch_size < 1, std <= 0,
+ *         a non-float dtype, shard_count < 1, shard_index outside
+ *         [0, shard_count), or (without drop_last) fewer samples than
+ *         shards.
  */
 MIXP_API mixp_status mixp_loader_create(mixp_dataset *dataset,
                                         const mixp_loader_options *options,
@@ -2741,6 +2755,208 @@ MIXP_API int64_t mixp_loader_num_batches(const mixp_loader *loader);
  *  @return The current epoch (0-based; incremented when a new epoch starts),
  *          or -1 for NULL. */
 MIXP_API int64_t mixp_loader_epoch(const mixp_loader *loader);
+
+/** @} */
+
+/** @defgroup dist Data-parallel training (MPI and NCCL)
+ *  One process per rank, launched by `mpirun -np N` (Open MPI); each rank
+ *  trains a replica of the model on its shard of the data and the ranks
+ *  average their gradients before every optimizer step. CPU tensors move
+ *  through MPI, CUDA tensors through NCCL (one communicator per session,
+ *  created over MPI). Both are loaded on demand: libmixp.so does not link
+ *  them, so it loads and trains where they are absent, and asking for them
+ *  there fails with a message naming what is missing.
+ *
+ *  Every collective is called by every rank, in the same order, with
+ *  tensors of the same dtype and shape (a rank that skips one makes the
+ *  others wait forever: MPI cannot tell a slow rank from a missing call).
+ *  Sums are taken in at least fp32 and rounded once, in a fixed order
+ *  (CPU tensors: rank 0 first, whatever algorithm MPI would pick; CUDA
+ *  tensors: NCCL's order), so every rank receives bit-identical results.
+ *
+ *  Mixed precision across ranks: once gradients are averaged every rank
+ *  holds the same gradients; on top of that, an optimizer whose gradients a
+ *  communicator averaged (mixp_dist_average_gradients()) agrees with the
+ *  other ranks on its skip flag before each step: the flag (set by a
+ *  GradScaler's unscale or a non-finite clip norm) is reduced with MAX, so
+ *  an overflow on any rank makes every rank skip that step and back off its
+ *  scale the same way.
+ *
+ *  Threading: a communicator is used by one thread at a time, like its
+ *  session. MPI is initialised once per process, by the first
+ *  mixp_dist_create(), and finalised when the last communicator is
+ *  destroyed; it cannot be initialised again after that.
+ *  @{ */
+
+/** Opaque communicator handle: this process's place among the ranks. */
+typedef struct mixp_dist mixp_dist;
+
+/** How the ranks find each other. Values are explicit and append-only. */
+typedef MIXP_ENUM(mixp_dist_transport) {
+  /** The MPI world this process was launched into (`mpirun -np N`; a process
+   *  started alone is a world of one). Needs Open MPI and mixp's MPI plugin
+   *  (libmixp_mpi.so, built beside libmixp.so when MPI was found at build
+   *  time; the environment variable MIXP_MPI_PLUGIN names another plugin
+   *  file or folder, searched first). */
+  MIXP_DIST_MPI = 0,
+  /** One process, no MPI: rank 0 of a world of one. Collectives still run
+   *  (through NCCL with one rank for CUDA tensors), so code written for N
+   *  ranks runs unchanged on a machine without MPI. */
+  MIXP_DIST_SINGLE = 1
+} mixp_dist_transport;
+
+/** Reductions of mixp_dist_all_reduce(). Values are explicit and append-only. */
+typedef MIXP_ENUM(mixp_reduce_op) {
+  MIXP_REDUCE_SUM = 0, /**< Element-wise sum over the ranks. */
+  MIXP_REDUCE_AVG = 1, /**< The sum divided by the world size (float tensors only). */
+  MIXP_REDUCE_MAX = 2  /**< Element-wise maximum (NaN wins, as in PyTorch). */
+} mixp_reduce_op;
+
+/** Options for mixp_dist_create(); fill with mixp_dist_options_init(). */
+typedef struct mixp_dist_options {
+  uint32_t struct_size;           /**< sizeof(mixp_dist_options). */
+  mixp_dist_transport transport;  /**< MIXP_DIST_MPI. */
+  /** Gradients are averaged in buckets of about this many bytes (of their
+   *  fp32 staging copies), one collective per bucket, in reverse parameter
+   *  order; in [1, 2^40] (default 25 MiB, PyTorch DDP's). */
+  int64_t bucket_bytes;
+} mixp_dist_options;
+
+/**
+ * Fills @p options with defaults and sets struct_size.
+ * @param[out] options NULL is ignored. Thread-safe.
+ */
+MIXP_API void mixp_dist_options_init(mixp_dist_options *options);
+
+/**
+ * The local rank the launcher gave this process (its index among the ranks
+ * on this host), read from the environment (OMPI_COMM_WORLD_LOCAL_RANK,
+ * MPI_LOCALRANKID, LOCAL_RANK), for choosing a GPU (`"cuda:<local rank>"`)
+ * before any session exists.
+ * @return The local rank, or 0 when no launcher set one. Thread-safe.
+ */
+MIXP_API int mixp_dist_env_local_rank(void);
+
+/**
+ * Joins this process to the ranks of its launch and binds the communicator
+ * to @p session: collectives take that session's tensors. On a CUDA session
+ * this also creates an NCCL communicator on the session's GPU (its unique
+ * id made by rank 0 and broadcast over MPI).
+ * @param session The session (one communicator per session at a time).
+ * @param options NULL for the defaults.
+ * @param[out] out Receives the communicator (owned: mixp_dist_destroy()).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL @p session / @p out or
+ *         bad options; MIXP_ERR_STATE when @p session already has a
+ *         communicator or MPI was finalised; MIXP_ERR_UNSUPPORTED when MPI
+ *         (or mixp's MPI plugin) is not available, saying what is missing;
+ *         MIXP_ERR_DEVICE when NCCL cannot be loaded or started.
+ */
+MIXP_API mixp_status mixp_dist_create(mixp_session *session, const mixp_dist_options *options,
+                                      mixp_dist **out);
+
+/**
+ * Destroys a communicator (the last one in the process finalises MPI).
+ * Collective: every rank destroys its communicator.
+ * @param dist The communicator, or NULL (no-op).
+ */
+MIXP_API void mixp_dist_destroy(mixp_dist *dist);
+
+/** @param dist The communicator.
+ *  @return This process's rank in [0, world size), or -1 for NULL. */
+MIXP_API int mixp_dist_rank(const mixp_dist *dist);
+/** @param dist The communicator.
+ *  @return The number of ranks, or -1 for NULL. */
+MIXP_API int mixp_dist_world_size(const mixp_dist *dist);
+/** @param dist The communicator.
+ *  @return This process's rank among the ranks on its host, or -1 for NULL. */
+MIXP_API int mixp_dist_local_rank(const mixp_dist *dist);
+/** @param dist The communicator.
+ *  @return A description: transport, MPI library, NCCL version when used
+ *          (borrowed, valid until destroy); "" for NULL. */
+MIXP_API const char *mixp_dist_describe(const mixp_dist *dist);
+
+/**
+ * Reduces @p tensor over the ranks, in place: afterwards every rank holds
+ * the result. Collective.
+ * @param dist The communicator.
+ * @param tensor A tensor of the communicator's session (any strides; float,
+ *               I32, I64, U8 or BOOL; AVG needs a float dtype), with the
+ *               same dtype and shape on every rank.
+ * @param op     The reduction.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or an unknown @p op;
+ *         MIXP_ERR_DEVICE for a tensor of another session; MIXP_ERR_DTYPE
+ *         for AVG of an integer tensor; MIXP_ERR_DEVICE when the transport
+ *         fails.
+ */
+MIXP_API mixp_status mixp_dist_all_reduce(mixp_dist *dist, mixp_tensor *tensor,
+                                          mixp_reduce_op op);
+
+/**
+ * Copies rank @p root's @p tensor into every other rank's, in place.
+ * Collective.
+ * @param dist The communicator.
+ * @param tensor Same dtype and shape on every rank.
+ * @param root   The source rank, in [0, world size).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a bad @p root.
+ */
+MIXP_API mixp_status mixp_dist_broadcast(mixp_dist *dist, mixp_tensor *tensor, int root);
+
+/**
+ * Gathers every rank's @p tensor: @p out is [world size, tensor's shape...]
+ * with rank r's tensor at index r, on every rank. Collective.
+ * @param dist The communicator.
+ * @param tensor Same dtype and shape on every rank; at most
+ *               MIXP_MAX_DIMS - 1 dimensions.
+ * @param[out] out Receives the gathered tensor (owned).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL; MIXP_ERR_SHAPE for
+ *         a tensor of MIXP_MAX_DIMS dimensions.
+ */
+MIXP_API mixp_status mixp_dist_all_gather(mixp_dist *dist, const mixp_tensor *tensor,
+                                          mixp_tensor **out);
+
+/**
+ * Returns once every rank has called it. Collective.
+ * @param dist The communicator.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL.
+ */
+MIXP_API mixp_status mixp_dist_barrier(mixp_dist *dist);
+
+/**
+ * Makes every rank's copy of @p module equal to rank 0's: broadcasts every
+ * parameter and buffer. Call it once after creating the model and before
+ * mixp_amp_decorate() (which makes the fp32 masters from the parameters).
+ * Collective.
+ * @param dist The communicator.
+ * @param module A module of the communicator's session.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL; MIXP_ERR_DEVICE for
+ *         a module of another session.
+ */
+MIXP_API mixp_status mixp_dist_broadcast_module(mixp_dist *dist, mixp_module *module);
+
+/**
+ * Data parallelism's gradient step: replaces every gradient of @p optimizer's
+ * parameters by its average over the ranks, in buckets of
+ * mixp_dist_options.bucket_bytes (gradients are summed in fp32, F64 ones in
+ * F64, and rounded once to their dtype). A parameter without a gradient
+ * counts as zeros and receives the average. From then on the optimizer
+ * agrees with the other ranks on skipping steps (see the group's
+ * description). Call it after the backward pass of the last micro-batch of
+ * a step (with gradient accumulation, not after the others), before
+ * mixp_grad_scaler_unscale()/mixp_clip_grad_norm()/the step. Collective.
+ * @param dist The communicator.
+ * @param optimizer An optimizer of the communicator's session, with the same
+ *               parameters (order, dtypes, shapes) on every rank.
+ * @param local_samples 0 for the plain average (each rank's gradient weighs
+ *               1/world size, as PyTorch DDP); or the samples this rank's
+ *               gradient was averaged over, >= 1, to weigh each rank by its
+ *               share of the global batch (equal to a single process
+ *               training on the whole batch when the ranks' batches differ
+ *               in size, as a sharded loader's last batch may).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a negative
+ *         @p local_samples; MIXP_ERR_DEVICE for another session's optimizer.
+ */
+MIXP_API mixp_status mixp_dist_average_gradients(mixp_dist *dist, mixp_optimizer *optimizer,
+                                                 int64_t local_samples);
 
 /** @} */
 

@@ -275,6 +275,7 @@ void mixp_grad_scaler::unscale(Optimizer &opt, const char *fn) {
   // The optimizer's kernels read its own flag: add ours into it.
   const View flag = view_of(*opt.found_inf);
   be.binary(BinaryOp::Add, flag, view_of(*found), flag);
+  opt.skip_agreed = false;
   r->stage = Stage::Unscaled;
   r->flag = opt.found_inf;
   r->found_inf = std::move(found);
@@ -297,6 +298,8 @@ void mixp_grad_scaler::step(Optimizer &opt, const char *fn) {
   // The optimizer's step clears its flag: keep what it held (the unscale's
   // finding plus a non-finite clip norm) for update().
   TensorPtr snapshot = zeros(session.get(), MIXP_F32, Shape{});
+  // Data parallel: what update() sees is what every rank stepped on.
+  opt.agree_on_skip();
   session->backend->copy(view_of(*opt.found_inf), view_of(*snapshot));
   opt.step(fn);
   r->found_inf = std::move(snapshot);

@@ -106,6 +106,8 @@ void mixp_loader_options_init(mixp_loader_options *options) {
   options->scale = 1.0 / 255.0;
   options->mean = 0.0;
   options->std = 1.0;
+  options->shard_index = 0;
+  options->shard_count = 1;
 }
 
 mixp_status mixp_loader_create(mixp_dataset *dataset, const mixp_loader_options *options,
@@ -118,6 +120,7 @@ mixp_status mixp_loader_create(mixp_dataset *dataset, const mixp_loader_options 
     mixp::check_loader_options(o, fn);
     mixp::check_out(out, fn);
     mixp::check_session(d->session.get(), fn, "the dataset's session");
+    mixp::check_loader_fits(o, d->data->size(), fn);
     *out = new mixp_loader(d->session, d->data, o);
   });
 }

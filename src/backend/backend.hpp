@@ -35,8 +35,15 @@ namespace mixp {
 // (v3: check_indices, scatter_dim. v4: the op table's enums, ScaleUpdate.rule. v5: batch_norm
 // parameters as stat Views, gw/gb F64. v6: sgd_step/adam_step over a list of parameters,
 // ParamArgs.buf1/buf2/state_dtype/stochastic, stochastic_round.hpp; count_values replaces
-// count_nonfinite.)
-inline constexpr uint32_t kBackendAbiVersion = 6;
+// count_nonfinite. v7: device collectives.)
+inline constexpr uint32_t kBackendAbiVersion = 7;
+
+// The reductions of Backend::all_reduce.
+enum class CollectiveOp { Sum, Max };
+
+// The size of a clique id (NCCL's ncclUniqueId), made by rank 0 and sent to
+// the other ranks over the host transport.
+inline constexpr size_t kCliqueIdBytes = 128;
 
 // What Backend::count_values returns.
 struct ValueCounts {
@@ -353,6 +360,31 @@ class Backend {
   // stays zero; rows of gy whose index is out of [0, v) are dropped.
   virtual void embedding_backward(const View &gy, const View &indices, int64_t padding_idx,
                                   const View &gw) = 0;
+
+  // --- collectives (data parallelism; src/dist/) -----------------------------
+  // A device backend joins a clique of ranks (NCCL on CUDA) and runs the
+  // collectives on its own memory and queue. A backend whose memory the host
+  // reads (the CPU) has none: has_collectives() is false, the communicator
+  // moves its memory through the host transport, and the other methods fail
+  // with MIXP_ERR_UNSUPPORTED.
+  virtual bool has_collectives() const noexcept = 0;
+  // Makes a new clique's id (rank 0 does, then sends it to the others).
+  virtual void clique_id(unsigned char id[kCliqueIdBytes]) = 0;
+  // Joins the clique `id` as `rank` of `world` (every rank calls it; blocks
+  // until all have). One clique per backend at a time. Returns a one-line
+  // description (library and version), or fails with MIXP_ERR_DEVICE naming
+  // what is missing (the library, a device).
+  virtual const char *clique_join(const unsigned char id[kCliqueIdBytes], int world, int rank) = 0;
+  // Leaves the clique (no-op without one).
+  virtual void clique_leave() noexcept = 0;
+  // In place over contiguous `buf` (F32, F64, I32, I64 or U8), on every rank
+  // of the clique; the result is identical on every rank.
+  virtual void all_reduce(const View &buf, CollectiveOp op) = 0;
+  // Rank root's contiguous buf (any dtype) into everyone's.
+  virtual void broadcast(const View &buf, int root) = 0;
+  // out (contiguous, world * in.numel() elements of in's dtype, any dtype) =
+  // every rank's contiguous `in`, rank 0 first.
+  virtual void all_gather(const View &in, const View &out) = 0;
 };
 
 // A View of a tensor's current geometry.

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -12,8 +13,6 @@
 
 namespace mixp {
 namespace {
-
-constexpr const char *kPluginName = "libmixp_cuda.so";
 
 bool is_dir(const std::string &p) {
   struct stat st;
@@ -35,25 +34,29 @@ std::string own_dir() {
   return slash == std::string::npos ? std::string(".") : f.substr(0, slash);
 }
 
-std::vector<std::string> candidates() {
+std::vector<std::string> candidates(const PluginSpec &spec) {
   std::vector<std::string> c;
-  if (const char *env = std::getenv("MIXP_BACKEND_PATH"); env && *env) {
+  if (const char *env = std::getenv(spec.env); env && *env) {
     std::string p = env;
-    c.push_back(is_dir(p) ? p + "/" + kPluginName : p);
+    c.push_back(is_dir(p) ? p + "/" + spec.file : p);
   }
   std::string dir = own_dir();
-  if (!dir.empty()) c.push_back(dir + "/" + kPluginName);
+  if (!dir.empty()) c.push_back(dir + "/" + spec.file);
   return c;
 }
 
 std::mutex g_mutex;
-mixp_backend_plugin_fn g_entry = nullptr;  // the plugin is never unloaded: its code backs live vtables
+// Entry points by plugin file. Plugins are never unloaded: their code backs
+// live vtables.
+std::map<std::string, void *> g_entries;
 
-mixp_backend_plugin_fn load_entry() {
+}  // namespace
+
+void *load_plugin_entry(const PluginSpec &spec) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_entry) return g_entry;
+  if (auto it = g_entries.find(spec.file); it != g_entries.end()) return it->second;
   std::string tried;
-  for (const std::string &path : candidates()) {
+  for (const std::string &path : candidates(spec)) {
     if (!tried.empty()) tried += "; ";
     if (!exists(path)) {
       tried += path + " (no such file)";
@@ -63,34 +66,33 @@ mixp_backend_plugin_fn load_entry() {
     void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!h) {
       const char *e = dlerror();
-      // The file is there, so a library it links (cudart, cuBLAS, cuDNN) is
-      // what is missing: say so rather than "no plugin".
-      fail(MIXP_ERR_DEVICE, "the CUDA backend ", path,
-           " exists but cannot be loaded (is a CUDA library it needs missing? check "
-           "LD_LIBRARY_PATH): ",
-           e ? e : "unknown dlopen error");
+      // The file is there, so a library it links is what is missing: say so
+      // rather than "no plugin".
+      fail(spec.status, spec.what, " ", path, " exists but cannot be loaded (", spec.load_hint,
+           "): ", e ? e : "unknown dlopen error");
     }
     dlerror();
-    void *sym = dlsym(h, MIXP_BACKEND_PLUGIN_SYMBOL);
+    void *sym = dlsym(h, spec.symbol);
     if (!sym) {
       const char *e = dlerror();
-      fail(MIXP_ERR_DEVICE, "the CUDA backend ", path, " has no entry point ",
-           MIXP_BACKEND_PLUGIN_SYMBOL, " (a plugin from an incompatible mixp release?): ",
-           e ? e : "symbol not found");
+      fail(spec.status, spec.what, " ", path, " has no entry point ", spec.symbol,
+           " (a plugin from an incompatible mixp release?): ", e ? e : "symbol not found");
     }
-    g_entry = reinterpret_cast<mixp_backend_plugin_fn>(sym);
-    return g_entry;
+    g_entries.emplace(spec.file, sym);
+    return sym;
   }
-  fail(MIXP_ERR_DEVICE, "no CUDA backend plugin (", kPluginName,
-       "): this libmixp was built without CUDA or the plugin was not installed beside it; "
-       "set MIXP_BACKEND_PATH to the plugin or its directory. Tried: ",
+  fail(spec.status, "no ", spec.what, " plugin (", spec.file, "): ", spec.absent_hint, "; set ",
+       spec.env, " to the plugin or its directory. Tried: ",
        tried.empty() ? std::string("nothing (libmixp.so's directory is unknown)") : tried);
 }
 
-}  // namespace
-
 std::unique_ptr<Backend> create_cuda_backend(int index, std::string *description) {
-  mixp_backend_plugin_fn entry = load_entry();
+  static const PluginSpec spec{
+      "libmixp_cuda.so", "MIXP_BACKEND_PATH", MIXP_BACKEND_PLUGIN_SYMBOL, "CUDA backend",
+      "is a CUDA library it needs missing? check LD_LIBRARY_PATH",
+      "this libmixp was built without CUDA or the plugin was not installed beside it",
+      MIXP_ERR_DEVICE};
+  auto entry = reinterpret_cast<mixp_backend_plugin_fn>(load_plugin_entry(spec));
   char msg[1024] = {0};
   Backend *b = nullptr;
   int st = entry(kBackendAbiVersion, index, &b, msg, sizeof msg);

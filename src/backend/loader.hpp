@@ -1,5 +1,6 @@
-// Finding and loading the CUDA backend plugin (libmixp_cuda.so) with dlopen,
-// so that libmixp.so itself never links CUDA.
+// Finding and loading plugins with dlopen -- the CUDA backend
+// (libmixp_cuda.so), the MPI transport (libmixp_mpi.so) -- so that libmixp.so
+// itself never links CUDA or MPI.
 #pragma once
 #include <memory>
 #include <string>
@@ -7,6 +8,22 @@
 #include "backend/backend.hpp"
 
 namespace mixp {
+
+// Where a plugin is looked for and what its failures say.
+struct PluginSpec {
+  const char *file;         // "libmixp_cuda.so"
+  const char *env;          // the variable naming the plugin or its directory
+  const char *symbol;       // its one entry point
+  const char *what;         // "CUDA backend", for messages
+  const char *load_hint;    // why a plugin that exists may not load
+  const char *absent_hint;  // why there may be none
+  mixp_status status;       // of every failure
+};
+
+// The entry point of `spec`'s plugin, searched in $env (the file itself or a
+// directory holding it), then beside libmixp.so, and loaded once per process
+// (never unloaded). Throws spec.status with every path tried and dlerror.
+void *load_plugin_entry(const PluginSpec &spec);
 
 // Creates the CUDA backend for device ordinal `index`, loading the plugin on
 // first use. The plugin is searched in MIXP_BACKEND_PATH (the plugin file

@@ -75,6 +75,11 @@ struct mixp_session {
   uint32_t checkpoint_serial = 0;
   bool checkpoint_replaying = false;  // a region's ops are being run again
 
+  // The communicator bound to this session (src/dist/; at most one), and its
+  // rank for the numerics checker's reports (-1: none).
+  mixp_dist *dist = nullptr;
+  int dist_rank = -1;
+
   mixp_log_fn log_fn = nullptr;
   void *log_user = nullptr;
   void log(mixp_log_level level, const std::string &message) const noexcept;

@@ -37,7 +37,28 @@ std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t
   return order;
 }
 
+int64_t global_batch_length(int64_t n, int64_t b, int shards, bool drop_last, int64_t pos) noexcept {
+  const int64_t remaining = n - pos;
+  if (remaining <= 0) return 0;
+  const int64_t g = b > INT64_MAX / shards ? INT64_MAX : b * shards;
+  if (remaining < g) return drop_last ? 0 : remaining;
+  // A tail too short to give every shard a sample joins this batch.
+  if (!drop_last && remaining - g > 0 && remaining - g < shards) return remaining;
+  return g;
+}
+
+void check_loader_fits(const mixp_loader_options &o, int64_t n, const char *fn) {
+  if (!o.drop_last && o.shard_count > 1 && n < o.shard_count)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": the dataset has ", n, " samples, fewer than options->shard_count = ",
+         o.shard_count, " (every shard needs a sample in every batch; set drop_last)");
+}
+
 void check_loader_options(const mixp_loader_options &o, const char *fn) {
+  if (o.shard_count < 1 || o.shard_count > (1 << 20))
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->shard_count must be in [1, 2^20], got ", o.shard_count);
+  if (o.shard_index < 0 || o.shard_index >= o.shard_count)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->shard_index must be in [0, shard_count = ",
+         o.shard_count, "), got ", o.shard_index);
   if (o.batch_size < 1)
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->batch_size must be >= 1, got ", o.batch_size);
   if (!dtype_valid(int(o.dtype)) || !is_float(o.dtype))
@@ -92,8 +113,11 @@ mixp_loader::mixp_loader(mixp::SessionRef s, mixp::DatasetPtr d, const mixp_load
 }
 
 int64_t mixp_loader::num_batches() const noexcept {
-  const int64_t n = data->size(), b = opts.batch_size;
-  return opts.drop_last ? n / b : (n + b - 1) / b;
+  const int64_t n = data->size(), b = opts.batch_size, w = opts.shard_count;
+  const int64_t g = b > INT64_MAX / w ? INT64_MAX : b * w;
+  const int64_t full = n / g, rem = n % g;
+  // A remainder of fewer than w samples joins the last full batch.
+  return opts.drop_last || rem == 0 || rem < w ? full : full + 1;
 }
 
 bool mixp_loader::next(mixp::TensorPtr *inputs, mixp::TensorPtr *labels) {
@@ -112,8 +136,9 @@ bool mixp_loader::next(mixp::TensorPtr *inputs, mixp::TensorPtr *labels) {
     fresh = epoch_order(data->size(), opts.shuffle != 0, opts.seed, next_epoch);
     ord = &fresh;
   }
-  const int64_t remaining = data->size() - next_pos;
-  if (remaining <= 0 || (opts.drop_last && remaining < opts.batch_size)) {
+  const int64_t global = global_batch_length(data->size(), opts.batch_size, opts.shard_count,
+                                             opts.drop_last != 0, next_pos);
+  if (global == 0) {
     if (epoch_done) order.swap(fresh);
     epoch = next_epoch;
     pos = next_pos;
@@ -121,8 +146,11 @@ bool mixp_loader::next(mixp::TensorPtr *inputs, mixp::TensorPtr *labels) {
     return false;
   }
 
-  const int64_t b = std::min(opts.batch_size, remaining);
-  const int64_t *order_p = ord->data() + next_pos;
+  // This shard's contiguous part of the global batch.
+  const int64_t w = opts.shard_count, r = opts.shard_index;
+  const auto cut = [&](int64_t k) { return int64_t((__int128(global) * k) / w); };
+  const int64_t b = cut(r + 1) - cut(r);
+  const int64_t *order_p = ord->data() + next_pos + cut(r);
   TensorPtr x, y;
   if (data->is_text()) {
     // Token windows: x = tokens[i, i + T), y = tokens[i + 1, i + T + 1).
@@ -146,7 +174,7 @@ bool mixp_loader::next(mixp::TensorPtr *inputs, mixp::TensorPtr *labels) {
 
   if (epoch_done) order.swap(fresh);
   epoch = next_epoch;
-  pos = next_pos + b;
+  pos = next_pos + global;
   epoch_done = false;
   *inputs = std::move(x);
   *labels = std::move(y);

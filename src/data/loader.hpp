@@ -3,12 +3,26 @@
 // many epochs came before), normalises pixels through a 256-entry table in
 // the output dtype, and hands out [B, C, H, W] input and I64 [B] label tensors.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "core/options.hpp"
 #include "data/dataset.hpp"
 
+// 0.4's struct ended before shard_index.
+template <>
+struct mixp::StructVersions<mixp_loader_options> {
+  static constexpr size_t first = offsetof(mixp_loader_options, shard_index);
+};
+
 namespace mixp {
+
+// The length of the global batch that starts at sample `pos` of an epoch of
+// n samples, with `shards` shards of batch_size b (a global batch is
+// shards * b samples; the last one may be shorter, and a remainder shorter
+// than `shards` joins the batch before it); 0 when the epoch is over.
+int64_t global_batch_length(int64_t n, int64_t b, int shards, bool drop_last, int64_t pos) noexcept;
 
 // The sample order of one epoch: a permutation of [0, n) (identity when
 // !shuffle). Pure function of its arguments.
@@ -17,6 +31,8 @@ std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t
 // Fails with MIXP_ERR_INVALID_ARGUMENT (naming fn and the field) unless the
 // options are usable.
 void check_loader_options(const mixp_loader_options &opts, const char *fn);
+// ... and for a dataset of n samples (sharding needs a sample per shard).
+void check_loader_fits(const mixp_loader_options &opts, int64_t n, const char *fn);
 
 }  // namespace mixp
 

@@ -29,7 +29,9 @@ void check_numerics(Session *s, const char *op, const char *phase, int index, co
   backend_of(t).count_values(view_of(t), 0.0, f.fp16_overflow ? kF16Overflow : INFINITY, &c);
   if (c.nan == 0 && c.inf == 0 && c.huge == 0) return;
   const std::string where = str(" in the ", phase, " pass of op '", op, "', output ", index, " (",
-                                dtype_name(t.dtype), " ", shape_str(t), "): ");
+                                dtype_name(t.dtype), " ", shape_str(t), ")",
+                                s->dist_rank >= 0 ? str(" on rank ", s->dist_rank) : std::string(),
+                                ": ");
   if (c.nan + c.inf > 0) {
     s->numerics_report = str("non-finite values", where, c.nan, " NaN, ", c.inf, " Inf of ", t.numel(), " elements");
     if (c.huge > 0) s->numerics_report += str("; ", c.huge, " finite values would overflow fp16");

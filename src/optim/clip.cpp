@@ -21,8 +21,13 @@ TensorPtr clip_grad_norm(Optimizer &opt, double max_norm, const char *fn) {
   apply_threads(s);
   Backend &be = *s->backend;
   be.grad_norm_sq(views.data(), int(views.size()), view_of(*norm_sq));
+  // Data parallel: every rank clips by the same norm (the largest of the
+  // ranks'; equal anyway once gradients were averaged) and, when it is not
+  // finite, every rank skips the step.
+  if (opt.agree_max) opt.agree_max(*norm_sq);
   be.clip_coefficient(view_of(*norm_sq), max_norm, view_of(*total), view_of(*coef),
                       view_of(*opt.found_inf));
+  opt.skip_agreed = false;
   be.scale_grads(views.data(), int(views.size()), view_of(*coef));
   return total;
 }

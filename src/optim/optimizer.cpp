@@ -131,9 +131,15 @@ double schedule_lr(const mixp_optimizer_options &o, double base_lr, int64_t step
 
 }  // namespace mixp::optim
 
+void mixp_optimizer::agree_on_skip() {
+  if (agree_max && !skip_agreed && found_inf) agree_max(*found_inf);
+  skip_agreed = true;
+}
+
 void mixp_optimizer::step(const char *fn) {
   using namespace mixp;
   Session *s = check_session(session.get(), fn);
+  agree_on_skip();
   Backend &kernels = *s->backend;
   const double lr = current_lr();
   const bool sgd = options.kind == MIXP_OPTIM_SGD;
@@ -228,6 +234,7 @@ void mixp_optimizer::step(const char *fn) {
     w.slot->step = std::move(w.step);
   }
   if (found_inf) s->backend->fill(view_of(*found_inf), 0.0);
+  skip_agreed = false;
   ++step_count;
   ++s->numerics_step;  // the numerics checker's step range counts optimizer steps
 }

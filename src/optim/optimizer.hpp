@@ -4,6 +4,7 @@
 // itself runs through the fused kernels of the backend (backend/optimizer_args.hpp).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -82,6 +83,13 @@ struct mixp_optimizer {
   // record holds a weak_ptr to it, so a destroyed optimizer is recognised as
   // gone even if a new one is allocated at the same address.
   std::shared_ptr<const int> identity = std::make_shared<const int>(0);
+  // Data parallelism (src/dist/): reduces an F32 scalar of this session with
+  // MAX over the ranks, in place. Set by mixp_dist_average_gradients; empty
+  // in a single process (or once the communicator is gone).
+  std::function<void(mixp::Tensor &)> agree_max;
+  // found_inf has been agreed on since it was last written (by a scaler's
+  // unscale or a clip), so it is not reduced twice before one step.
+  bool skip_agreed = false;
 
   ~mixp_optimizer() { magic = 0; }
 
@@ -93,6 +101,9 @@ struct mixp_optimizer {
   // none is; when found_inf is set on the device, the kernels skip and every
   // parameter, master and state buffer stays bit-identical.
   void step(const char *fn);
+  // Makes found_inf the same on every rank (MAX) before a step reads it, so
+  // that every rank skips the same steps. No-op without agree_max.
+  void agree_on_skip();
   void zero_grad() noexcept;
   // True once any parameter has state (a step has seen its gradient).
   bool has_state() const noexcept;

@@ -1,5 +1,6 @@
 # Fails when libmixp.so has a NEEDED entry from CUDA (runtime, cuBLAS,
-# cuDNN, the driver): the CUDA backend must only ever be dlopen'ed.
+# cuDNN, the driver, NCCL) or MPI: the CUDA backend and the MPI transport
+# must only ever be dlopen'ed, so that libmixp.so loads without them.
 find_program(READELF readelf REQUIRED)
 execute_process(COMMAND ${READELF} -d ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -11,8 +12,11 @@ if(n EQUAL 0)
   message(FATAL_ERROR "no NEEDED entries parsed from readelf -d ${LIB}: output format changed?")
 endif()
 foreach(entry ${needed})
-  if(entry MATCHES "cuda|cublas|cudnn|nvrtc|nvidia|libcu[a-z]*\\.so")
+  if(entry MATCHES "cuda|cublas|cudnn|nvrtc|nvidia|nccl|libcu[a-z]*\\.so")
     message(FATAL_ERROR "libmixp.so links a CUDA library: ${entry}")
   endif()
+  if(entry MATCHES "libmpi|openmpi|mpich|libopen-|libpmix|libhwloc")
+    message(FATAL_ERROR "libmixp.so links an MPI library: ${entry}")
+  endif()
 endforeach()
-message(STATUS "${n} NEEDED entries, none from CUDA: ${needed}")
+message(STATUS "${n} NEEDED entries, none from CUDA or MPI: ${needed}")

@@ -16,6 +16,7 @@ explains them:
     amp        optim, nn and below    (GradScaler, O2 decorate)
     data       core, backend
     state      everything above except api
+    dist       optim, nn and below    (collectives, data parallelism)
     api        everything
 
 tools/, bindings/ and examples/ include the public header only.
@@ -42,6 +43,7 @@ ALLOWED = {
     "amp": BELOW_OPS | {"ops", "optim", "nn", "amp"},
     "data": {"core", "backend", "data"},
     "state": BELOW_OPS | {"ops", "optim", "nn", "amp", "data", "state"},
+    "dist": BELOW_OPS | {"ops", "optim", "nn", "dist"},
     "api": None,  # anything
 }
 

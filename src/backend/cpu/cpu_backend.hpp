@@ -104,6 +104,16 @@ class CpuBackend final : public Backend {
   void embedding_backward(const View &gy, const View &indices, int64_t padding_idx,
                           const View &gw) override;
 
+
+  // No device collectives: the host transport moves CPU memory (src/dist/).
+  bool has_collectives() const noexcept override { return false; }
+  void clique_id(unsigned char id[kCliqueIdBytes]) override;
+  const char *clique_join(const unsigned char id[kCliqueIdBytes], int world, int rank) override;
+  void clique_leave() noexcept override {}
+  void all_reduce(const View &buf, CollectiveOp op) override;
+  void broadcast(const View &buf, int root) override;
+  void all_gather(const View &in, const View &out) override;
+
  private:
   struct Dnnl;  // oneDNN engine, stream and primitive cache (cpu/gemm.cpp)
   std::unique_ptr<Dnnl> dnnl_;

@@ -1,0 +1,219 @@
+// Collectives on tensors. A tensor of a device backend with collectives
+// (NCCL) is reduced there, on the backend's queue; a CPU tensor goes through
+// the host transport, reduced by the algorithm below. Either way the values
+// are staged in a reduction dtype (fp32 for halves, so a sum rounds once)
+// and every rank receives bit-identical results.
+#include "dist/dist.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "core/error.hpp"
+#include "autograd/node.hpp"
+#include "ops/ops.hpp"
+
+mixp_dist::~mixp_dist() {
+  magic = 0;
+  if (clique && session && session->backend) session->backend->clique_leave();
+  if (session && session->dist == this) session->dist = nullptr;
+  if (session) session->dist_rank = -1;
+}
+
+namespace mixp::dist {
+namespace {
+
+// The dtype values are reduced in: halves widen to fp32 (rounded once at the
+// end), BOOL to I32 (a sum is then "any").
+DType reduce_dtype(DType d) {
+  switch (d) {
+    case MIXP_F16:
+    case MIXP_BF16: return MIXP_F32;
+    case MIXP_BOOL: return MIXP_I32;
+    default: return d;
+  }
+}
+
+// Host reduction of one element position over `world` blocks, rank 0 first.
+// Floats accumulate in double (fp32 values round once); integers wrap.
+// A weighted sum (floats; weights[r] per rank, or null for 1) is the data-
+// parallel gradient average in one pass.
+template <class T>
+void reduce_blocks(const T *blocks, int world, int64_t stride, int64_t n, CollectiveOp op,
+                   const double *weights, T *out) {
+#pragma omp parallel for schedule(static) if (n * world >= (int64_t(1) << 16))
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (op == CollectiveOp::Sum) {
+        double acc = 0.0;
+        if (weights)
+          for (int r = 0; r < world; ++r) acc += weights[r] * double(blocks[r * stride + i]);
+        else
+          for (int r = 0; r < world; ++r) acc += double(blocks[r * stride + i]);
+        out[i] = T(acc);
+      } else {
+        T m = blocks[i];
+        for (int r = 1; r < world && !std::isnan(m); ++r) {
+          const T v = blocks[r * stride + i];
+          if (std::isnan(v) || v > m) m = v;
+        }
+        out[i] = m;
+      }
+    } else {
+      using U = std::make_unsigned_t<T>;
+      if (op == CollectiveOp::Sum) {
+        U acc = 0;
+        for (int r = 0; r < world; ++r) acc = U(acc + U(blocks[r * stride + i]));
+        out[i] = T(acc);
+      } else {
+        T m = blocks[i];
+        for (int r = 1; r < world; ++r) m = std::max(m, blocks[r * stride + i]);
+        out[i] = m;
+      }
+    }
+  }
+}
+
+// All-reduce of n contiguous host elements in place: each rank owns one
+// chunk, receives every rank's piece of it (all_to_all), reduces them in
+// rank order and hands the result to all (all_gather). As much traffic as a
+// ring all-reduce, and the order of the sum is fixed whatever MPI chooses.
+// When `data` has room for world chunks (capacity elements, the tail beyond
+// n zeroed) it is sent and received in place; otherwise through scratch.
+void host_all_reduce(Dist &d, void *data, DType dt, int64_t n, int64_t capacity, CollectiveOp op,
+                     const double *weights) {
+  HostTransport &h = *d.host;
+  const int W = h.world();
+  const size_t es = dtype_size(dt);
+  const int64_t chunk = (n + W - 1) / W;
+  const size_t block = size_t(chunk) * es, total = block * size_t(W);
+  // Scratch kept by the communicator: a step's buckets reuse it.
+  std::vector<unsigned char> &stage = d.scratch[0], &recv = d.scratch[1], &mine = d.scratch[2];
+  if (recv.size() < total) recv.resize(total);
+  if (mine.size() < block) mine.resize(block);
+  unsigned char *send = static_cast<unsigned char *>(data);
+  if (capacity < chunk * W) {
+    if (stage.size() < total) stage.resize(total);
+    std::memcpy(stage.data(), data, size_t(n) * es);
+    std::memset(stage.data() + size_t(n) * es, 0, total - size_t(n) * es);  // the last chunk's padding
+    send = stage.data();
+  }
+  h.all_to_all(send, recv.data(), block);
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    reduce_blocks(reinterpret_cast<const T *>(recv.data()), W, chunk, chunk, op, weights,
+                  reinterpret_cast<T *>(mine.data()));
+  };
+  switch (dt) {
+    case MIXP_F32: run(float{}); break;
+    case MIXP_F64: run(double{}); break;
+    case MIXP_I32: run(int32_t{}); break;
+    case MIXP_I64: run(int64_t{}); break;
+    case MIXP_U8: run(uint8_t{}); break;
+    default: fail(MIXP_ERR_INTERNAL, "host_all_reduce: dtype ", dtype_name(dt));
+  }
+  h.all_gather(mine.data(), send, block);
+  if (send != data) std::memcpy(data, send, size_t(n) * es);
+}
+
+// A contiguous copy of t's values in `dtype`, to reduce in place: t itself
+// is written only once the collective succeeded.
+TensorPtr staged(Tensor &t, DType dtype) {
+  TensorPtr src = TensorPtr::share(&t);
+  return dtype == t.dtype ? clone(src) : contiguous(cast(src, dtype));
+}
+
+}  // namespace
+
+Dist *check_dist(const mixp_dist *d, const char *fn, const char *arg) {
+  if (!d) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ", arg, " is NULL");
+  if (d->magic != mixp_dist::kMagic)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ", arg,
+         " is not a live mixp_dist (destroyed, or not a communicator handle)");
+  return const_cast<Dist *>(d);
+}
+
+std::unique_ptr<Dist> create(Session *s, const mixp_dist_options &o, const char *fn) {
+  if (s->dist)
+    fail(MIXP_ERR_STATE, fn, ": the session already has a communicator (destroy it first)");
+  auto d = std::make_unique<Dist>();
+  d->session = SessionRef::share(s);
+  d->bucket_bytes = o.bucket_bytes;
+  d->host = o.transport == MIXP_DIST_SINGLE ? single_process_transport() : mpi_transport();
+  d->description = d->host->describe();
+  Backend &be = *s->backend;
+  if (be.has_collectives()) {
+    unsigned char id[kCliqueIdBytes] = {0};
+    if (d->rank() == 0) be.clique_id(id);
+    d->host->broadcast(id, sizeof id, 0);
+    const char *what = be.clique_join(id, d->world(), d->rank());
+    d->clique = true;
+    d->description += str("; ", be.name(), " tensors through ", what);
+  }
+  s->dist = d.get();
+  s->dist_rank = d->rank();
+  return d;
+}
+
+void reduce_buffer(Dist &d, Tensor &buf, CollectiveOp op, int64_t n, const double *weights) {
+  if (n == 0) return;
+  Session *s = d.session.get();
+  if (d.clique) {
+    View v = view_of(buf);
+    if (weights) {
+      // NCCL only sums: scale this rank's part first.
+      s->backend->unary(UnaryOp::MulScalar, v, v, weights[d.rank()]);
+    }
+    v.ndim = 1;
+    v.shape[0] = n;
+    v.strides[0] = 1;
+    s->backend->all_reduce(v, op);
+  } else {
+    apply_threads(s);
+    host_all_reduce(d, buf.data(), buf.dtype, n, buf.numel(), op, weights);
+  }
+}
+
+void all_reduce(Dist &d, Tensor &t, mixp_reduce_op op) {
+  Session *s = d.session.get();
+  OpScope scope(OpId::dist_collective, s);
+  NoGradGuard no_grad(s);
+  TensorPtr buf = staged(t, reduce_dtype(t.dtype));
+  reduce_buffer(d, *buf, op == MIXP_REDUCE_MAX ? CollectiveOp::Max : CollectiveOp::Sum,
+                buf->numel(), nullptr);
+  if (op == MIXP_REDUCE_AVG) buf = unary(UnaryOp::MulScalar, buf, 1.0 / d.world());
+  copy_into(t, *buf);
+}
+
+void broadcast(Dist &d, Tensor &t, int root) {
+  Session *s = d.session.get();
+  OpScope scope(OpId::dist_collective, s);
+  NoGradGuard no_grad(s);
+  TensorPtr buf = staged(t, t.dtype);
+  if (buf->numel() > 0) {
+    if (d.clique) s->backend->broadcast(view_of(*buf), root);
+    else d.host->broadcast(buf->data(), size_t(buf->numel()) * buf->elem_size(), root);
+  }
+  copy_into(t, *buf);
+}
+
+TensorPtr all_gather(Dist &d, const Tensor &t) {
+  Session *s = d.session.get();
+  OpScope scope(OpId::dist_collective, s);
+  NoGradGuard no_grad(s);
+  TensorPtr in = contiguous(TensorPtr::share(const_cast<Tensor *>(&t)));
+  Shape shape;
+  shape.ndim = t.ndim + 1;
+  shape[0] = d.world();
+  for (int i = 0; i < t.ndim; ++i) shape[i + 1] = t.shape[i];
+  TensorPtr out = empty(s, t.dtype, shape);
+  if (in->numel() > 0) {
+    if (d.clique) s->backend->all_gather(view_of(*in), view_of(*out));
+    else d.host->all_gather(in->data(), out->data(), size_t(in->numel()) * in->elem_size());
+  }
+  return out;
+}
+
+
+}  // namespace mixp::dist

@@ -1,0 +1,61 @@
+// The communicator behind mixp_dist: a host transport (MPI or a world of
+// one) and, on a device backend with collectives (NCCL on CUDA), the
+// backend's clique. Collectives on tensors pick the path by where the
+// tensor lives; data-parallel helpers (dist/data_parallel.cpp) build on them.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "core/tensor.hpp"
+#include "dist/transport.hpp"
+#include "mixp/mixp.h"
+
+struct mixp_dist {
+  static constexpr uint32_t kMagic = 0x44495354u;  // "DIST"
+  uint32_t magic = kMagic;
+  mixp::SessionRef session;
+  std::unique_ptr<mixp::dist::HostTransport> host;
+  bool clique = false;  // the session's backend joined a clique (device collectives)
+  int64_t bucket_bytes = 0;
+  std::string description;
+  // Host all-reduce buffers (send, receive, own chunk), reused across calls.
+  std::vector<unsigned char> scratch[3];
+  // What optimizers hold (weakly) to agree on skipping steps: expires with
+  // the communicator, after which they act alone.
+  std::shared_ptr<mixp_dist *> self = std::make_shared<mixp_dist *>(this);
+
+  ~mixp_dist();
+  int rank() const noexcept { return host->rank(); }
+  int world() const noexcept { return host->world(); }
+};
+
+namespace mixp::dist {
+
+using Dist = mixp_dist;
+
+// Validates a handle from the C API.
+Dist *check_dist(const mixp_dist *d, const char *fn, const char *arg = "dist");
+
+// Joins the ranks and binds to session s (see mixp_dist_create).
+std::unique_ptr<Dist> create(Session *s, const mixp_dist_options &o, const char *fn);
+
+// The collectives of the C API, on tensors of d's session (validated by the
+// caller): in place for all_reduce/broadcast.
+void all_reduce(Dist &d, Tensor &t, mixp_reduce_op op);
+void broadcast(Dist &d, Tensor &t, int root);
+TensorPtr all_gather(Dist &d, const Tensor &t);
+// In place over the first n elements of a contiguous buffer already in a
+// reduction dtype (F32, F64, I32, I64, U8): what all_reduce does after
+// staging. weights (floats, Sum only): one per rank, each rank's values are
+// multiplied by its weight inside the sum; null for 1. A buffer with room
+// for a multiple of the world size (the tail zeroed) avoids a host copy.
+void reduce_buffer(Dist &d, Tensor &buf, CollectiveOp op, int64_t n, const double *weights);
+
+// Data parallelism (dist/data_parallel.cpp).
+void broadcast_module(Dist &d, mixp_module &m);
+void average_gradients(Dist &d, mixp_optimizer &opt, int64_t local_samples, const char *fn);
+
+}  // namespace mixp::dist
