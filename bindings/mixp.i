@@ -97,6 +97,7 @@ MIXP_HANDLE(mixp_grad_scaler, mixp_grad_scaler_destroy)
 MIXP_HANDLE(mixp_dataset, mixp_dataset_destroy)
 MIXP_HANDLE(mixp_loader, mixp_loader_destroy)
 MIXP_HANDLE(mixp_trace, mixp_trace_destroy)
+MIXP_HANDLE(mixp_dist, mixp_dist_destroy)
 
 /* A retained tensor is a new reference owned by the caller. */
 %newobject mixp_tensor_retain;
@@ -123,6 +124,7 @@ MIXP_OPTIONS(mixp_loader_options, mixp_loader_options_init)
 MIXP_OPTIONS(mixp_cross_entropy_options, mixp_cross_entropy_options_init)
 MIXP_OPTIONS(mixp_numerics_options, mixp_numerics_options_init)
 MIXP_OPTIONS(mixp_state_spec, mixp_state_spec_init)
+MIXP_OPTIONS(mixp_dist_options, mixp_dist_options_init)
 
 %extend mixp_optimizer_options {
   mixp_optimizer_options(mixp_optimizer_kind kind = MIXP_OPTIM_ADAMW) {
@@ -163,6 +165,7 @@ MIXP_OPTIONS(mixp_state_spec, mixp_state_spec_init)
 %immutable mixp_state_spec::struct_size;
 %immutable mixp_memory_stats::struct_size;
 %immutable mixp_autocast_policy_info::struct_size;
+%immutable mixp_dist_options::struct_size;
 
 /* Borrowed C strings in struct fields cannot be kept alive from a host
  * language: the device string is set through the session helper below, the
@@ -217,6 +220,8 @@ MIXP_OPTIONS(mixp_state_spec, mixp_state_spec_init)
 %noexception mixp_dataset_destroy;
 %noexception mixp_loader_destroy;
 %noexception mixp_trace_destroy;
+%noexception mixp_dist_options_init;
+%noexception mixp_dist_destroy;
 /* The report out-parameter: hosts read it with mixp_trace_report(). */
 %ignore mixp_trace_compare;
 

@@ -24,6 +24,19 @@ foreach(file ${MIXP_PY_TEST_FILES})
     SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION "SKIPPED:" TIMEOUT 300)
 endforeach()
 
+# mixp.dist over MPI: mpi_dist.py under mpirun with 2 ranks, loopback only
+# (the single-process transport is covered by test_dist.py above).
+# --oversubscribe: 2 ranks may exceed the cores; --allow-run-as-root: CI runs
+# as root (Open MPI refuses otherwise).
+if(TARGET mixp_python AND MIXP_MPI_ENABLED AND MPIEXEC_EXECUTABLE)
+  add_test(NAME python_dist_mpi_2ranks
+    COMMAND ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe ${MPIEXEC_NUMPROC_FLAG} 2
+            ${MIXP_PYTHON_EXECUTABLE} ${MIXP_PY_TEST_DIR}/mpi_dist.py)
+  # Every rank gets one OpenMP thread: the ranks share the machine's cores.
+  set_tests_properties(python_dist_mpi_2ranks PROPERTIES ENVIRONMENT "${MIXP_PY_ENV};OMP_NUM_THREADS=1"
+    PROCESSORS 2 SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION "SKIPPED:" TIMEOUT 300 LABELS "dist")
+endif()
+
 if(EXISTS ${PROJECT_SOURCE_DIR}/tests/cross_language/CMakeLists.txt)
   add_subdirectory(${PROJECT_SOURCE_DIR}/tests/cross_language ${PROJECT_BINARY_DIR}/tests/cross_language)
 endif()

@@ -99,11 +99,20 @@ func (d *Dataset) Subset(start, count int64) (*Dataset, error) {
 
 // LoaderOptions configure a Loader; zero fields take mixp's defaults
 // (batch 64, shuffled, x/255 as F32). Set NoShuffle for a fixed order.
+//
+// ShardIndex and ShardCount make the loader shard i of n for data
+// parallelism (e.g. Dist.Rank() and Dist.WorldSize(); ShardCount 0 means 1,
+// no sharding): every shard walks the same per-epoch order (same Seed on
+// every rank) in global batches of ShardCount * BatchSize samples and takes
+// its contiguous part of each, so the shards together see every sample once
+// per epoch, and every shard yields the same number of batches.
 type LoaderOptions struct {
-	BatchSize int64
-	NoShuffle bool
-	DropLast  bool
-	Seed      uint64
+	BatchSize  int64
+	NoShuffle  bool
+	DropLast   bool
+	Seed       uint64
+	ShardIndex int
+	ShardCount int
 }
 
 // Loader yields mini-batches of a dataset, epoch after epoch.
@@ -131,6 +140,10 @@ func NewLoader(d *Dataset, o LoaderOptions) (*Loader, error) {
 	r.SetShuffle(b2i(!o.NoShuffle))
 	r.SetDrop_last(b2i(o.DropLast))
 	r.SetSeed(o.Seed)
+	r.SetShard_index(o.ShardIndex)
+	if o.ShardCount != 0 {
+		r.SetShard_count(o.ShardCount)
+	}
 	var out uintptr
 	err := check(raw.Mixp_loader_create(d.p(), r, &out))
 	runtime.KeepAlive(d)

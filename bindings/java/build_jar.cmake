@@ -1,7 +1,7 @@
 # Compiles the SWIG-generated raw classes (whose file names are known only
 # after SWIG ran) with the hand-written org.mixp classes and packs mixp.jar,
 # with the native libraries as resources (org/mixp/native/linux-x86_64/:
-# libmixp.so.0, libmixp_jni.so, libmixp_cuda.so when built) that
+# libmixp.so.0, libmixp_jni.so, libmixp_cuda.so and libmixp_mpi.so when built) that
 # NativeLoader extracts when it finds no library on the host.
 # -D: JAVAC, JAR, RAW_DIR, SRC_DIR, CLASSES, OUT, NATIVE (a comma-separated
 #     list of "file|name in the jar" pairs; missing files are left out)

@@ -15,7 +15,9 @@ An idiomatic layer over the SWIG module ``mixp.capi`` (the C API of
         scaler.step(opt)
         scaler.update()
 
-Errors raise :class:`mixp.Error` subclasses carrying the C library's message.
+Data-parallel training (one process per rank, ``mpirun -np N``) is in
+:mod:`mixp.dist`. Errors raise :class:`mixp.Error` subclasses carrying the C
+library's message.
 """
 
 from . import capi
@@ -31,6 +33,7 @@ from . import nn
 from . import optim
 from . import amp
 from . import data
+from . import dist
 from .state import save_state, load_state
 from .trace import trace, Trace
 from .functional import (matmul, relu, gelu, sigmoid, tanh, softmax, log_softmax, cross_entropy,
@@ -55,7 +58,7 @@ __all__ = [
     "UnsupportedError", "InternalError", "dtype", "float32", "float16", "bfloat16", "float64",
     "int32", "int64", "uint8", "bool_", "Session", "default_session", "set_default_session",
     "no_grad", "Tensor", "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "arange", "rand",
-    "randn", "functional", "nn", "optim", "amp", "data", "matmul", "relu", "gelu", "sigmoid",
+    "randn", "functional", "nn", "optim", "amp", "data", "dist", "matmul", "relu", "gelu", "sigmoid",
     "tanh", "softmax", "log_softmax", "cross_entropy", "mse_loss", "cat", "split", "build_info",
     "ops", "save_state", "load_state", "trace", "Trace", "__version__",
 ]

@@ -81,17 +81,25 @@ class DataLoader(Handle):
 
     Inputs are ``dtype`` [B, C, H, W] scaled by ``scale`` then normalised with
     ``mean``/``std`` (int64 token ids for text); labels are int64.
+
+    Data parallelism: ``shard_index``/``shard_count`` (e.g. ``dist.rank`` and
+    ``dist.world_size`` of a :class:`mixp.dist.Dist`) make this loader shard
+    i of n. Every shard walks the same per-epoch order (same ``seed`` on
+    every rank) in global batches of ``shard_count * batch_size`` samples and
+    takes its contiguous part of each, so the shards together see every
+    sample once per epoch, and every shard yields the same number of batches.
     """
 
     __slots__ = ("_session", "dataset")
     _destroy = staticmethod(capi.mixp_loader_destroy)
 
     def __init__(self, dataset, batch_size=64, shuffle=True, drop_last=False, seed=0, dtype=float32,
-                 scale=1.0 / 255.0, mean=0.0, std=1.0):
+                 scale=1.0 / 255.0, mean=0.0, std=1.0, shard_index=0, shard_count=1):
         o = capi.mixp_loader_options()
         o.batch_size, o.shuffle, o.drop_last, o.seed = batch_size, int(shuffle), int(drop_last), seed
         o.dtype = int(as_dtype(dtype))
         o.scale, o.mean, o.std = float(scale), float(mean), float(std)
+        o.shard_index, o.shard_count = int(shard_index), int(shard_count)
         super().__init__(capi.mixp_loader_create(dataset._h, o))
         self._session = dataset.session
         self.dataset = dataset

@@ -33,16 +33,36 @@ public final class Loader extends NativeHandle {
    * @param seed shuffle seed
    */
   public Loader(Dataset d, long batchSize, boolean shuffle, long seed) {
-    super(create(d, batchSize, shuffle, seed), mixp::mixp_loader_destroy);
+    this(d, batchSize, shuffle, seed, 0, 1);
+  }
+
+  /**
+   * Shard shardIndex of shardCount, for data parallelism (e.g. {@link Dist#rank()} of {@link
+   * Dist#worldSize()}): every shard walks the same per-epoch order (same seed on every rank) in
+   * global batches of shardCount * batchSize samples and takes its contiguous part of each, so the
+   * shards together see every sample once per epoch, and every shard yields the same number of
+   * batches.
+   *
+   * @param batchSize samples per batch of this shard
+   * @param shuffle reshuffle every epoch
+   * @param seed shuffle seed (the same on every shard)
+   * @param shardIndex this shard, in [0, shardCount)
+   * @param shardCount number of shards, 1 for none
+   */
+  public Loader(Dataset d, long batchSize, boolean shuffle, long seed, int shardIndex, int shardCount) {
+    super(create(d, batchSize, shuffle, seed, shardIndex, shardCount), mixp::mixp_loader_destroy);
     this.data = d;
   }
 
-  private static long create(Dataset d, long batchSize, boolean shuffle, long seed) {
+  private static long create(Dataset d, long batchSize, boolean shuffle, long seed, int shardIndex,
+                             int shardCount) {
     mixp_loader_options o = new mixp_loader_options();
     try {
       o.setBatch_size(batchSize);
       o.setShuffle(shuffle ? 1 : 0);
       o.setSeed(seed);
+      o.setShard_index(shardIndex);
+      o.setShard_count(shardCount);
       long[] out = new long[1];
       mixp.mixp_loader_create(Tensor.p(d), o, out);
       return out[0];

@@ -19,7 +19,7 @@ import java.util.List;
  * along {@code java.library.path}; and last the copies the jar carries as
  * resources ({@code org/mixp/native/linux-x86_64/}: {@code libmixp.so.0},
  * {@code libmixp_jni.so} and, when built, the CUDA plugin
- * {@code libmixp_cuda.so}), extracted into a fresh temporary directory that
+ * {@code libmixp_cuda.so} and the MPI transport plugin {@code libmixp_mpi.so}), extracted into a fresh temporary directory that
  * is deleted when the JVM exits, so {@code java -cp mixp.jar} alone works.
  * {@code libmixp.so} itself needs oneDNN, libgomp and zlib from the host
  * (Debian: libdnnl2). When all fail, the {@link UnsatisfiedLinkError} names
@@ -34,7 +34,8 @@ public final class NativeLoader {
   private static final String RESOURCES = "/org/mixp/native/linux-x86_64/";
   // libmixp first: loading it by path satisfies libmixp_jni's NEEDED entry
   // by soname, whatever the JNI library's RUNPATH says.
-  private static final String[] BUNDLED = {"libmixp.so.0", "libmixp_cuda.so", FILE};
+  // The plugins (CUDA backend, MPI transport) are optional and never loaded here.
+  private static final String[] BUNDLED = {"libmixp.so.0", "libmixp_cuda.so", "libmixp_mpi.so", FILE};
   private static boolean loaded;
   private static String source = "not loaded";
 
@@ -118,7 +119,7 @@ public final class NativeLoader {
     for (String name : BUNDLED) {
       try (InputStream in = NativeLoader.class.getResourceAsStream(RESOURCES + name)) {
         if (in == null) {
-          continue;  // the CUDA plugin is optional
+          continue;  // the plugins are optional
         }
         Path out = dir.resolve(name);
         Files.copy(in, out, StandardCopyOption.REPLACE_EXISTING);
@@ -130,7 +131,7 @@ public final class NativeLoader {
       }
     }
     for (File f : extracted) {
-      if (f.getName().equals("libmixp_cuda.so")) {
+      if (f.getName().equals("libmixp_cuda.so") || f.getName().equals("libmixp_mpi.so")) {
         continue;  // dlopen'ed by libmixp on demand, from its own directory
       }
       try {
