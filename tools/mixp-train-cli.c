@@ -16,13 +16,18 @@
 
 /* ---- errors ------------------------------------------------------------- */
 
+int g_train_rank = -1;
+
 /* The library's message names the function that failed and says what was
- * wrong with which argument; `what` adds what the tool was doing. */
+ * wrong with which argument; `what` adds what the tool was doing, and under
+ * --dist the rank says which process failed. */
 void die_mixp(const char *what) {
+  char who[48] = "mixp-train";
+  if (g_train_rank >= 0) snprintf(who, sizeof who, "mixp-train (rank %d)", g_train_rank);
   if (what && *what)
-    fprintf(stderr, "mixp-train: %s: %s\n", what, mixp_last_error());
+    fprintf(stderr, "%s: %s: %s\n", who, what, mixp_last_error());
   else
-    fprintf(stderr, "mixp-train: %s\n", mixp_last_error());
+    fprintf(stderr, "%s: %s\n", who, mixp_last_error());
   exit(1);
 }
 
@@ -103,6 +108,17 @@ void usage(FILE *f) {
           "                          precision flags; the result is bitwise that of an\n"
           "                          uninterrupted run with the same thread count)\n"
           "  --max-steps N           stop after N steps in all (a multiple of --accum-steps)\n"
+          "\n"
+          "Data-parallel training (see docs/distributed.md):\n"
+          "  --dist [mpi|single]     data-parallel, one rank per process: mpi (the default) joins the\n"
+          "                          ranks of `mpirun -np N mixp-train --dist ...` (one rank when\n"
+          "                          started without mpirun); single is one rank without MPI. --batch\n"
+          "                          is per rank (global batch: N x --batch); rank 0's initial weights\n"
+          "                          are broadcast, each rank trains its shard of every global batch,\n"
+          "                          gradients are averaged before each step, the test set is shared;\n"
+          "                          only rank 0 prints, logs and saves (every rank reads --resume).\n"
+          "                          --device cuda is cuda:<local rank>. Not with --compare(-numerics)\n"
+          "\n"
           "  --help                  show this message\n");
 }
 
@@ -225,6 +241,7 @@ typedef enum flag_kind {
   REAL,     /* double >= lo; with positive set: > 0 */
   TEXT,     /* const char *; with nonempty set: not "" */
   CHOICE,   /* one of choices[]: stores values[k] in an int (or the string) */
+  OPTIONAL, /* CHOICE whose value may be left out: `--flag` alone is its first choice */
   CUSTOM    /* parse(a, name, value) */
 } flag_kind;
 
@@ -248,6 +265,7 @@ static const int kOptimizers[] = {1, 0}; /* args.adamw */
 static const int kOnOff[] = {1, 0};
 static const int kStateDtypes[] = {MIXP_F32, MIXP_BF16};
 static const int kLowScale[] = {MIXP_LOW_SCALE_IGNORE, MIXP_LOW_SCALE_WARN, MIXP_LOW_SCALE_ERROR};
+static const int kDist[] = {DIST_MPI, DIST_SINGLE};
 
 static const flag kFlags[] = {
     {"--model", CHOICE, AT(model), 0, 0,
@@ -297,6 +315,7 @@ static const flag kFlags[] = {
     {"--save-every", I64, AT(save_every), 1, INT64_MAX, NULL, NULL, NULL, 0, 0},
     {"--resume", TEXT, AT(resume_path), 0, 0, NULL, NULL, NULL, 0, 1},
     {"--max-steps", I64, AT(max_steps), 1, INT64_MAX, NULL, NULL, NULL, 0, 0},
+    {"--dist", OPTIONAL, AT(dist), 0, 0, "mpi,single", kDist, NULL, 0, 0},
 };
 
 /* Index of `value` in the comma-separated list, or -1. */
@@ -327,8 +346,9 @@ static void store(args *a, const flag *f, const char *v) {
       if (f->nonempty && !*v) bad_usage("%s needs a value", f->name);
       *(const char **)field = v;
       break;
-    case CHOICE: {
-      const int k = choice_index(f->choices, v);
+    case CHOICE:
+    case OPTIONAL: {
+      const int k = v ? choice_index(f->choices, v) : 0;
       if (k < 0) {
         char known[256] = "";
         for (const char *p = f->choices; *p && strlen(known) + 3 < sizeof known; ++p)
@@ -406,6 +426,9 @@ static void check_combinations(args *a) {
     bad_usage("--compare-numerics runs one batch twice; it takes no --compare, --save or --resume");
   if (a->compare && (a->save_path || a->resume_path))
     bad_usage("--compare runs three trainings; it takes no --save or --resume");
+  if (a->dist && (a->compare || a->compare_numerics))
+    bad_usage("--dist trains one run across the ranks; it takes no --compare or --compare-numerics "
+              "(run them without --dist, in one process)");
 }
 
 const char *amp_level_name(mixp_amp_level level) {
@@ -441,6 +464,10 @@ void parse_args(int argc, char **argv, args *a) {
       if (eq) bad_usage("%s takes no value", name);
     } else if (eq) {
       value = eq + 1;
+    } else if (f->kind == OPTIONAL) {
+      /* the next argument is the value unless it is a flag (or absent) */
+      if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) value = argv[++i];
+      /* else value stays NULL: the first choice */
     } else {
       if (i + 1 >= argc) bad_usage("%s needs a value", name);
       value = argv[++i];

@@ -43,7 +43,8 @@ static void json_str(char *out, size_t cap, const char *s) {
 }
 
 /* What must match between the saving and the resuming run: the model, the
- * data, the precision and loss-scale mode, the optimizer and the batch. */
+ * data, the precision and loss-scale mode, the optimizer, the batch and the
+ * number of ranks. */
 static void config_json(const train_state *ts, char *out, size_t cap) {
   const args *a = ts->a;
   static const char *const scale_modes[] = {"auto", "dynamic", "static", "off"};
@@ -61,8 +62,15 @@ static void config_json(const train_state *ts, char *out, size_t cap) {
   json_str(out, cap, scale_modes[mixp_grad_scaler_mode(ts->scaler)]);
   size_t n = strlen(out);
   snprintf(out + n, cap - n,
-           ",\"optimizer\":\"%s\",\"batch\":%" PRId64 ",\"accum_steps\":%d,\"checkpoint_activations\":%d}",
+           ",\"optimizer\":\"%s\",\"batch\":%" PRId64 ",\"accum_steps\":%d,\"checkpoint_activations\":%d",
            a->adamw ? "adamw" : "sgd", a->batch, a->accum_steps, a->checkpoint_activations);
+  /* --dist with several ranks: --batch is per rank, so the number of ranks
+   * is part of the run (absent for one rank: those files are the same as a
+   * single process's, and resume either way). */
+  n = strlen(out);
+  if (ts->world > 1) snprintf(out + n, cap - n, ",\"ranks\":%d", ts->world);
+  n = strlen(out);
+  snprintf(out + n, cap - n, "}");
 }
 
 /* The spec's arrays point into this. */

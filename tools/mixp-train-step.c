@@ -1,7 +1,9 @@
 /* mixp-train's training step and the loops around it: one batch (forward
  * under the precision policy, scaled backward, and every --accum-steps
  * batches unscale, clip, step and update), one epoch with its progress bar
- * and periodic checkpoints, and the evaluation on held-out data. */
+ * and periodic checkpoints, and the evaluation on held-out data. Under
+ * --dist every rank runs the same calls on its shard: the gradients are
+ * averaged before each step, the loss and the evaluation counts summed. */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <math.h>
@@ -75,20 +77,61 @@ double recent_loss(const trainer *t) {
 }
 
 void save_checkpoint(const trainer *t) {
-  train_state ts = {t->s, t->m, t->opt, t->scaler, t->loader, t->a, t->data_name};
-  state_save(&ts, &t->p, t->a->save_path);
-  printf("checkpoint: saved %s at step %" PRId64 "\n", t->a->save_path, t->p.steps);
-  fflush(stdout);
+  /* Every rank holds the same parameters, optimizer and scaler state (bit
+   * for bit) and the same progress: rank 0's file is the run's. */
+  if (t->rank == 0) {
+    train_state ts = {t->s, t->m, t->opt, t->scaler, t->loader, t->a, t->data_name, t->world};
+    state_save(&ts, &t->p, t->a->save_path);
+    printf("checkpoint: saved %s at step %" PRId64 "\n", t->a->save_path, t->p.steps);
+    fflush(stdout);
+  }
+  /* No rank goes on (or ends) before the file is complete. */
+  if (t->dist) CHECK(mixp_dist_barrier(t->dist));
+}
+
+/* ---- data parallelism ------------------------------------------------------------ */
+
+/* The global batch's mean loss: the ranks' sum of loss * samples over their
+ * sum of samples, reduced on the device in fp64, so that reading it is the
+ * one host transfer the single-process step makes for its loss. Returns the
+ * loss; *samples receives the global batch size. Every rank gets the same
+ * bits (the sum runs in rank order); with one rank it is the loss itself
+ * (loss * b / b is exact in fp64). */
+static double global_loss(const trainer *t, const mixp_tensor *loss, int64_t b, int64_t *samples) {
+  const int64_t one[1] = {1};
+  mixp_tensor *l64 = NULL, *flat = NULL, *weighted = NULL, *count = NULL, *pair = NULL;
+  CHECK(mixp_no_grad_begin(t->s));
+  CHECK(mixp_cast(loss, MIXP_F64, &l64));
+  CHECK(mixp_reshape(l64, one, 1, &flat));
+  CHECK(mixp_mul_scalar(flat, (double)b, &weighted));
+  CHECK(mixp_tensor_full(t->s, MIXP_F64, one, 1, (double)b, &count));
+  const mixp_tensor *parts[2] = {weighted, count};
+  CHECK(mixp_cat(parts, 2, 0, &pair));
+  CHECK(mixp_no_grad_end(t->s));
+  CHECK(mixp_dist_all_reduce(t->dist, pair, MIXP_REDUCE_SUM));
+  double v[2] = {0, 0};
+  CHECK(mixp_tensor_to_host(pair, v, sizeof v));
+  mixp_tensor *tmp[] = {l64, flat, weighted, count, pair};
+  for (int i = 0; i < 5; ++i) mixp_tensor_release(tmp[i]);
+  *samples = (int64_t)v[1];
+  return v[0] / v[1];
 }
 
 /* ---- one batch --------------------------------------------------------------- */
 
-static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y) {
+/* One micro-batch; returns its loss (the global batch's under --dist) and
+ * its size (over all ranks) in *samples. */
+static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y, int64_t *samples) {
   const args *a = t->a;
   train_progress *p = &t->p;
   const int first = p->micro % a->accum_steps == 0;
   const int last = (p->micro + 1) % a->accum_steps == 0;
-  if (first) CHECK(mixp_optimizer_zero_grad(t->opt));
+  const int64_t b = mixp_tensor_dim(y, 0);
+  if (first) {
+    CHECK(mixp_optimizer_zero_grad(t->opt));
+    t->step_samples = 0;
+  }
+  t->step_samples += b;
   /* --op-stats: the ops of the first batch's forward, backward and step. */
   const int count_ops = a->op_stats && p->steps == 0;
   if (count_ops) CHECK(mixp_session_op_stats_start(t->s));
@@ -97,12 +140,18 @@ static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y)
   mixp_tensor *loss = model_loss(t->m, logits, y, 1);
   if (t->amp_on) CHECK(mixp_autocast_pop(t->s));
   double lv = 0;
-  CHECK(mixp_tensor_item(loss, &lv));
+  *samples = b;
+  if (t->dist) lv = global_loss(t, loss, b, samples);
+  else CHECK(mixp_tensor_item(loss, &lv));
   /* The accumulated gradient is that of the mean over the N batches. */
   mixp_tensor *objective = loss, *scaled = NULL;
   if (a->accum_steps > 1) CHECK(mixp_mul_scalar(loss, 1.0 / a->accum_steps, &objective));
   CHECK(mixp_grad_scaler_scale(t->scaler, objective, &scaled));
   CHECK(mixp_backward(scaled, NULL));
+  /* --dist: every rank's gradients become the global batch's (each rank
+   * weighed by its samples in this step), before they are unscaled,
+   * clipped or applied; overflow skips are agreed on from here. */
+  if (last && t->dist) CHECK(mixp_dist_average_gradients(t->dist, t->opt, t->step_samples));
   if (last && a->underflow_stats && (p->steps + 1) % a->log_every == 0) underflow_stats(t, p->steps + 1);
   if (last) {
     if (a->clip_norm > 0) {
@@ -154,9 +203,11 @@ epoch_stats train_epoch(trainer *t, int epoch, int tty) {
   train_progress *p = &t->p;
   epoch_stats r = {0, 0, 0};
   int64_t batches = mixp_loader_num_batches(t->loader);
-  /* ceil(limit / batch), written so that a limit near INT64_MAX cannot overflow */
+  /* ceil(limit / global batch), written so that a limit near INT64_MAX
+   * cannot overflow (the global batch is --batch times the ranks) */
+  const int64_t global_batch = a->batch * t->world;
   if (a->limit_train > 0)
-    batches = min64(batches, a->limit_train / a->batch + (a->limit_train % a->batch != 0));
+    batches = min64(batches, a->limit_train / global_batch + (a->limit_train % global_batch != 0));
   double t0 = now_s(), last_draw = 0;
   p->epoch = epoch;
   const int64_t samples0 = p->samples; /* > 0 in a resumed epoch */
@@ -164,8 +215,8 @@ epoch_stats train_epoch(trainer *t, int epoch, int tty) {
   mixp_status st = MIXP_DONE;
   while ((st = mixp_loader_next(t->loader, &x, &y)) == MIXP_OK) {
     if (p->done < batches) {
-      const double lv = train_step(t, x, y);
-      const int64_t b = mixp_tensor_dim(y, 0);
+      int64_t b = 0;
+      const double lv = train_step(t, x, y, &b);
       p->loss_sum += lv * (double)b;
       p->samples += b;
       ++p->done;
@@ -205,20 +256,56 @@ epoch_stats train_epoch(trainer *t, int epoch, int tty) {
 
 /* ---- evaluation -------------------------------------------------------------- */
 
+/* --dist: the ranks' models must agree on their buffers too (batch norm's
+ * running statistics follow each rank's own batches): rank 0's are the
+ * run's, the ones its checkpoints hold. Parameters are equal already. */
+static void agree_on_buffers(const trainer *t) {
+  const int n = mixp_module_num_buffers(t->m->zoo);
+  for (int i = 0; i < n; ++i) {
+    mixp_tensor *buf = NULL;
+    CHECK(mixp_module_buffer(t->m->zoo, i, &buf));
+    CHECK(mixp_dist_broadcast(t->dist, buf, 0));
+    mixp_tensor_release(buf);
+  }
+}
+
 double evaluate(const trainer *t, mixp_dataset *test, int64_t limit) {
   const model *m = t->m;
   const mixp_autocast_options *ac = t->amp_on ? &t->autocast : NULL;
+  const int64_t batch = m->is_gpt ? 64 : EVAL_BATCH;
   mixp_loader_options lo;
   mixp_loader_options_init(&lo);
-  lo.batch_size = m->is_gpt ? 64 : EVAL_BATCH;
+  lo.batch_size = batch;
   lo.shuffle = 0;
+  /* --dist with several ranks: each rank evaluates its shard of the first
+   * samples a single process would evaluate (the first `limit`, or for a
+   * language model the whole batches that cover them) and the counts are
+   * summed; without enough samples for every rank, every rank evaluates
+   * them all (the same model on the same data: the same result). */
+  mixp_dataset *subset = NULL;
+  int sharded = 0;
+  if (t->dist && t->world > 1) {
+    agree_on_buffers(t);
+    const int64_t size = mixp_dataset_size(test);
+    int64_t n = size;
+    if (limit > 0 && limit < size) n = m->is_gpt ? min64(size, (limit / batch + (limit % batch != 0)) * batch) : limit;
+    if (n >= t->world) {
+      if (n < size) CHECK(mixp_dataset_subset(test, 0, n, &subset));
+      lo.shard_index = t->rank;
+      lo.shard_count = t->world;
+      sharded = 1;
+      limit = 0; /* the subset is the limit */
+    }
+  }
   mixp_loader *loader = NULL;
-  CHECK(mixp_loader_create(test, &lo, &loader));
+  CHECK(mixp_loader_create(subset ? subset : test, &lo, &loader));
+  mixp_dataset_destroy(subset); /* the loader keeps it */
   model_set_training(m, 0);
   CHECK(mixp_no_grad_begin(t->s));
   int64_t seen = 0, correct = 0;
   double loss_sum = 0;
-  int64_t pred[EVAL_BATCH], label[EVAL_BATCH];
+  /* a shard's batch is one sample longer when the tail joins the last batch */
+  int64_t pred[EVAL_BATCH + 1], label[EVAL_BATCH + 1];
   mixp_tensor *x = NULL, *y = NULL;
   mixp_status st = MIXP_DONE;
   while ((limit <= 0 || seen < limit) && (st = mixp_loader_next(loader, &x, &y)) == MIXP_OK) {
@@ -238,6 +325,10 @@ double evaluate(const trainer *t, mixp_dataset *test, int64_t limit) {
       use = b;
       mixp_tensor_release(loss);
     } else {
+      if (b > EVAL_BATCH + 1) {
+        fprintf(stderr, "mixp-train: internal error: an evaluation batch of %" PRId64 " samples\n", b);
+        exit(1);
+      }
       mixp_tensor *am = NULL;
       CHECK(mixp_argmax(logits, 1, 0, &am));
       CHECK(mixp_tensor_to_host(am, pred, (size_t)b * sizeof(int64_t)));
@@ -254,6 +345,18 @@ double evaluate(const trainer *t, mixp_dataset *test, int64_t limit) {
   CHECK(mixp_no_grad_end(t->s));
   model_set_training(m, 1);
   mixp_loader_destroy(loader);
+  if (sharded) { /* the ranks' sums, exact for the counts (< 2^53) */
+    double v[3] = {(double)seen, (double)correct, loss_sum};
+    const int64_t three[1] = {3};
+    mixp_tensor *sums = NULL;
+    CHECK(mixp_tensor_from_host(t->s, v, sizeof v, MIXP_F64, three, 1, &sums));
+    CHECK(mixp_dist_all_reduce(t->dist, sums, MIXP_REDUCE_SUM));
+    CHECK(mixp_tensor_to_host(sums, v, sizeof v));
+    mixp_tensor_release(sums);
+    seen = (int64_t)v[0];
+    correct = (int64_t)v[1];
+    loss_sum = v[2];
+  }
   if (seen == 0) return 0.0;
   return m->is_gpt ? loss_sum / (double)seen : (double)correct / (double)seen;
 }

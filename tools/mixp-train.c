@@ -7,6 +7,7 @@
  *   mixp-train --data fashion-mnist --epochs 10
  *   mixp-train --model resnet18 --data synthetic-images:3x32x32
  *   mixp-train --model gpt --data text:README.md --block-size 64
+ *   mpirun -np 2 mixp-train --dist --batch 64 --threads 1   (data-parallel: docs/distributed.md)
  *
  * Exit status: 0 on success, 1 when a mixp call fails (the library's message
  * is printed), 2 for bad command-line flags. */
@@ -76,15 +77,43 @@ static int split_names(const char *list, char *buf, size_t cap, const char **nam
   return n;
 }
 
-static mixp_session *open_session(const args *a) {
+/* --dist: joins the ranks (right after the session exists, before anything
+ * is printed: only rank 0 writes to stdout; the others' stdout goes to
+ * /dev/null, their errors still reach stderr, naming their rank). */
+static mixp_dist *open_dist(mixp_session *s, const args *a) {
+  mixp_dist_options o;
+  mixp_dist_options_init(&o);
+  o.transport = a->dist == DIST_SINGLE ? MIXP_DIST_SINGLE : MIXP_DIST_MPI;
+  mixp_dist *d = NULL;
+  const mixp_status st = mixp_dist_create(s, &o, &d);
+  if (st != MIXP_OK) /* MIXP_ERR_UNSUPPORTED: no MPI (the library says what is missing) */
+    die_mixp(a->dist == DIST_SINGLE       ? "--dist single"
+             : st == MIXP_ERR_UNSUPPORTED ? "--dist mpi (needs Open MPI and libmixp_mpi.so; --dist single needs neither)"
+                                          : "--dist mpi");
+  g_train_rank = mixp_dist_rank(d);
+  if (g_train_rank != 0 && !freopen("/dev/null", "w", stdout)) {
+    fprintf(stderr, "mixp-train (rank %d): cannot silence stdout\n", g_train_rank);
+    exit(1);
+  }
+  return d;
+}
+
+static mixp_session *open_session(const args *a, mixp_dist **dist) {
   mixp_session_options so;
   mixp_session_options_init(&so);
   so.device = a->device;
+  /* one GPU per rank: the launcher's local rank picks it */
+  char device[32];
+  if (a->dist && strcmp(a->device, "cuda") == 0) {
+    snprintf(device, sizeof device, "cuda:%d", mixp_dist_env_local_rank());
+    so.device = device;
+  }
   so.seed = a->seed;
   so.num_threads = a->threads;
   so.check_numerics = a->check_numerics;
   mixp_session *s = NULL;
   CHECK(mixp_session_create(&so, &s));
+  *dist = a->dist ? open_dist(s, a) : NULL;
   if (a->check_ops || a->skip_ops || a->check_steps_set || a->check_fp16_overflow) {
     /* The op lists split at commas (copies: the flags' text stays intact). */
     char inc_buf[1024] = "", exc_buf[1024] = "";
@@ -107,6 +136,8 @@ static mixp_session *open_session(const args *a) {
    * ...; f16: ..."), a CUDA session's the GPU. */
   const char *note = mixp_session_device_note(s);
   if (note[0]) printf("%s%s\n", strncmp(note, "cpu: ", 5) == 0 ? "" : "note: ", note);
+  /* e.g. "dist: MPI (Open MPI v4.1.4), rank 0 of 2" */
+  if (*dist) printf("dist: %s\n", mixp_dist_describe(*dist));
   return s;
 }
 
@@ -146,10 +177,16 @@ static mixp_optimizer *make_optimizer(run_ctx *r) {
   mixp_optimizer *opt = NULL;
   CHECK(mixp_optimizer_create(r->s, params, np, &oo, &opt));
   for (int i = 0; i < np; ++i) mixp_tensor_release(params[i]);
-  printf("optimizer: %s lr=%g weight_decay=%g%s%s%s | batch %" PRId64 " | epochs %d\n",
+  char batch[96];
+  if (r->t.dist)
+    snprintf(batch, sizeof batch, "batch %" PRId64 " per rank x %d = %" PRId64, a->batch, r->t.world,
+             a->batch * r->t.world);
+  else
+    snprintf(batch, sizeof batch, "batch %" PRId64, a->batch);
+  printf("optimizer: %s lr=%g weight_decay=%g%s%s%s | %s | epochs %d\n",
          a->adamw ? "adamw" : "sgd", oo.lr, oo.weight_decay, a->adamw ? "" : " momentum=0.9",
          oo.state_dtype == MIXP_BF16 ? " state=bf16" : "", oo.stochastic_rounding ? " stochastic-rounding" : "",
-         a->batch, a->epochs);
+         batch, a->epochs);
   return opt;
 }
 
@@ -199,22 +236,30 @@ static void describe_precision(const args *a, const mixp_session *s, const mixp_
   fflush(stdout);
 }
 
-/* Session, data, model, optimizer (decorated for O2), scaler and loader;
- * the trainer resumed from --resume when given. */
+/* Session (and communicator), data, model, optimizer (decorated for O2),
+ * scaler and loader; the trainer resumed from --resume when given. */
 static void setup(run_ctx *r, const args *a) {
   memset(r, 0, sizeof *r);
   r->a = a;
   r->t_start = now_s();
-  if (a->save_path) state_check_path(a->save_path);
-  r->s = open_session(a);
+  trainer *t = &r->t;
+  if (a->save_path && !a->dist) state_check_path(a->save_path);
+  r->s = open_session(a, &t->dist);
+  t->rank = t->dist ? mixp_dist_rank(t->dist) : 0;
+  t->world = t->dist ? mixp_dist_world_size(t->dist) : 1;
+  if (a->dist && t->rank == 0) { /* only rank 0 writes files */
+    if (a->save_path) state_check_path(a->save_path);
+    train_logs_begin(a->csv_path);
+  }
   const char *data_name = open_data(r->s, a, &r->train, &r->test);
   int64_t shape[MIXP_MAX_DIMS];
   int ndim = 0;
   CHECK(mixp_dataset_sample_shape(r->train, shape, &ndim));
   describe_data(r, data_name, shape, ndim);
   model_create(r->s, a, shape, ndim, mixp_dataset_num_classes(r->train), &r->m);
+  /* every rank starts from rank 0's weights (before O2 makes its masters) */
+  if (t->dist) CHECK(mixp_dist_broadcast_module(t->dist, r->m.zoo));
 
-  trainer *t = &r->t;
   t->m = &r->m;
   t->s = r->s;
   t->a = a;
@@ -239,17 +284,20 @@ static void setup(run_ctx *r, const args *a) {
   lo.batch_size = a->batch;
   lo.shuffle = 1;
   lo.seed = a->seed;
+  /* --dist: --batch samples per rank, its part of each global batch */
+  lo.shard_index = t->rank;
+  lo.shard_count = t->world;
   CHECK(mixp_loader_create(r->train, &lo, &t->loader));
 
   t->p.epoch = 1;
   if (a->resume_path) {
-    train_state ts = {r->s, &r->m, t->opt, t->scaler, t->loader, a, data_name};
+    train_state ts = {r->s, &r->m, t->opt, t->scaler, t->loader, a, data_name, t->world};
     state_resume(&ts, &t->p, a->resume_path);
     printf("resumed: %s at step %" PRId64 ", epoch %" PRId64 " (%" PRId64 " batches into it)\n",
            a->resume_path, t->p.steps, t->p.epoch, t->p.done);
   }
   r->first_epoch = (int)t->p.epoch;
-  t->log = run_log_open(a->logdir, a->compare, amp_level_name(a->amp_level));
+  t->log = run_log_open(t->rank == 0 ? a->logdir : NULL, a->compare, amp_level_name(a->amp_level));
 }
 
 /* ---- the epochs ----------------------------------------------------------------- */
@@ -335,7 +383,7 @@ static void report(run_ctx *r, const run_result *res) {
   else
     printf("final: test_accuracy=%.4f epochs=%d time=%.1fs samples_per_sec=%.0f peak_mem_mb=%.1f\n",
            res->metric, a->epochs, now_s() - r->t_start, res->samples_per_sec, res->peak_mb);
-  if (res->diverged) {
+  if (res->diverged && t->rank == 0) {
     fflush(stdout);
     fprintf(stderr,
             "mixp-train: training diverged: the last loss is %g (step %" PRId64 "); try a smaller --lr "
@@ -351,13 +399,16 @@ static void teardown(run_ctx *r) {
   model_destroy(&r->m);
   mixp_dataset_destroy(r->train);
   mixp_dataset_destroy(r->test);
+  mixp_dist_destroy(r->t.dist); /* collective: every rank ends together */
   mixp_session_destroy(r->s);
 }
 
 static run_result run(const args *a, int tty) {
   run_ctx r;
   setup(&r, a);
-  const run_result res = train_epochs(&r, tty);
+  /* No progress bar under mpirun: it gives every rank a terminal, even when
+   * its own output goes to a file or a pipe. */
+  const run_result res = train_epochs(&r, tty && a->dist != DIST_MPI);
   report(&r, &res);
   teardown(&r);
   return res;
@@ -433,7 +484,7 @@ int main(int argc, char **argv) {
   args a;
   parse_args(argc, argv, &a);
   const int tty = isatty(STDOUT_FILENO);
-  train_logs_begin(a.csv_path);
+  if (!a.dist) train_logs_begin(a.csv_path); /* --dist: rank 0, in setup */
   const int diverged = a.compare_numerics ? compare_numerics(&a) : a.compare ? compare(&a, tty) : run(&a, tty).diverged;
   train_logs_end();
   return diverged ? 1 : 0;

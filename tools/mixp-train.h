@@ -22,6 +22,13 @@ typedef enum data_kind {
   DATA_TEXT             /* text:PATH, character level (gpt) */
 } data_kind;
 
+/* --dist: how the ranks of a data-parallel run find each other. */
+typedef enum dist_kind {
+  DIST_NONE = 0,   /* one process, no communicator (default) */
+  DIST_MPI = 1,    /* --dist / --dist mpi: the mpirun world (MIXP_DIST_MPI) */
+  DIST_SINGLE = 2  /* --dist single: a world of one without MPI (MIXP_DIST_SINGLE) */
+} dist_kind;
+
 typedef struct args {
   const char *model; /* mlp, cnn, resnet18, ..., gpt */
   const char *model_config;
@@ -81,6 +88,8 @@ typedef struct args {
   int64_t save_every;           /* --save-every N (0: only at the end) */
   const char *resume_path;      /* --resume PATH */
   int64_t max_steps;            /* --max-steps N (0: no limit) */
+  /* Data parallelism (mixp_dist_*). */
+  dist_kind dist;               /* --dist [mpi|single] */
 } args;
 
 /* ---- command line and errors (mixp-train-cli.c) ------------------------------ */
@@ -95,6 +104,9 @@ void bad_usage(const char *fmt, ...);
 /* Prints the library's message for a failed call (it names the function
  * and what was wrong), after `what` the tool was doing if not "", and exits 1. */
 void die_mixp(const char *what);
+/* This process's rank under --dist (set once the communicator exists; -1
+ * before and without --dist): die_mixp names it, since every rank may fail. */
+extern int g_train_rank;
 #define CHECK(call)                        \
   do {                                     \
     if ((call) != MIXP_OK) die_mixp(""); \
@@ -142,7 +154,7 @@ typedef struct train_progress {
   int64_t epoch;      /* the 1-based epoch to continue (or start) */
   int64_t done;       /* batches of it already trained */
   double loss_sum;    /* of those batches, weighted by batch size */
-  int64_t samples;
+  int64_t samples;    /* (under --dist both over all ranks: the global batches) */
   int64_t steps, micro, skipped;
   double first_loss;
   double recent[10];
@@ -156,6 +168,7 @@ typedef struct train_state {
   mixp_loader *loader;
   const args *a;
   const char *data_name;
+  int world; /* ranks of the run (1 without --dist): part of the configuration */
 } train_state;
 
 /* Saves everything (mixp_state_save) with the run's configuration and
@@ -182,14 +195,20 @@ typedef struct trainer {
   mixp_grad_scaler *scaler;
   mixp_loader *loader;
   const char *data_name;
-  run_log *log;      /* NULL without --logdir and --csv */
+  run_log *log;      /* NULL without --logdir and --csv (and on ranks other than 0) */
+  /* Data parallelism (--dist): the communicator (NULL without --dist), this
+   * process's rank and the number of ranks. Every rank trains its shard of
+   * each global batch of world * --batch samples. */
+  mixp_dist *dist;
+  int rank, world;
+  int64_t step_samples; /* this rank's samples in the micro-batches of the current step */
   train_progress p;  /* where the run is: what a checkpoint holds */
   int stop;          /* --max-steps reached */
 } trainer;
 
 typedef struct epoch_stats {
   double loss;
-  int64_t samples;
+  int64_t samples; /* over all ranks under --dist */
   double seconds;
 } epoch_stats;
 
@@ -197,8 +216,10 @@ double now_s(void);
 /* Trains epoch `epoch` (from where t->p says it is, when resumed). */
 epoch_stats train_epoch(trainer *t, int epoch, int tty);
 /* Accuracy of a classifier, or the mean token loss of a language model, on
- * at most `limit` samples (all when 0). */
+ * at most `limit` samples (all when 0). Under --dist the ranks share the
+ * samples and sum their counts: every rank returns the same value. */
 double evaluate(const trainer *t, mixp_dataset *test, int64_t limit);
+/* Rank 0 writes the checkpoint (--save), then every rank waits for it. */
 void save_checkpoint(const trainer *t);
 double current_scale(const mixp_grad_scaler *sc);
 /* The mean loss of the last (up to ten) steps. */
