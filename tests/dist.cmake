@@ -15,8 +15,10 @@ find_program(MIXP_DIST_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 add_test(NAME mixp_train_dist_single
   COMMAND sh -c "t=\"$0\"; set -- --data synthetic-images:1x8x8 --hidden 16 --limit-train 500 --limit-test 200 --epochs 2 --batch 64 --threads 1 --seed 3; \"$t\" \"$@\" --save plain.safetensors >plain.txt 2>&1 || { cat plain.txt; exit 1; }; \"$t\" \"$@\" --dist single --save single.safetensors >single.txt 2>&1 || { cat single.txt; exit 1; }; cat single.txt; grep -q '^dist: single process (no MPI), rank 0 of 1$' single.txt || exit 1; grep -q 'batch 64 per rank x 1 = 64' single.txt || exit 1; test \"$(grep '^state:' plain.txt)\" = \"$(grep '^state:' single.txt)\" || exit 1; cmp plain.safetensors single.safetensors"
           $<TARGET_FILE:mixp-train>)
+# Its own folder: the tests run in parallel and write files of the same names.
+file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mixp_train_dist_single)
 set_tests_properties(mixp_train_dist_single PROPERTIES
-  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR} TIMEOUT 60)
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mixp_train_dist_single TIMEOUT 60)
 
 # --dist mpi where there is no MPI plugin: exit 1 with a message that names
 # MPI, the missing libmixp_mpi.so and --dist single. (libmixp.so is copied
@@ -25,16 +27,20 @@ set_tests_properties(mixp_train_dist_single PROPERTIES
 add_test(NAME mixp_train_dist_without_mpi_plugin
   COMMAND sh -c "rm -rf no_mpi_plugin && mkdir no_mpi_plugin && cp \"$1\" no_mpi_plugin/$2 || exit 1; MIXP_MPI_PLUGIN=/nonexistent LD_LIBRARY_PATH=$PWD/no_mpi_plugin \"$0\" --dist --data synthetic --epochs 1 >out.txt 2>err.txt; st=$?; cat err.txt; [ $st -eq 1 ] || { echo \"exit $st, expected 1\"; exit 1; }; grep -q 'mixp-train: --dist mpi (needs Open MPI and libmixp_mpi.so; --dist single needs neither): mixp_dist_create: no MPI transport plugin (libmixp_mpi.so)' err.txt && grep -q 'Tried: /nonexistent (no such file)' err.txt && ! grep -q '^epoch' out.txt"
           $<TARGET_FILE:mixp-train> $<TARGET_FILE:mixp> $<TARGET_SONAME_FILE_NAME:mixp>)
+# Its own folder: the tests run in parallel and write files of the same names.
+file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mixp_train_dist_without_mpi_plugin)
 set_tests_properties(mixp_train_dist_without_mpi_plugin PROPERTIES
-  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR} TIMEOUT 60)
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mixp_train_dist_without_mpi_plugin TIMEOUT 60)
 
 # Flags: --dist takes mpi or single (or nothing: mpi, also before another
 # flag); --compare and --compare-numerics are single-process: exit 2.
 add_test(NAME mixp_train_dist_flags
   COMMAND sh -c "t=\"$0\"; for args in '--dist tcp' '--dist --compare' '--dist single --compare-numerics' '--compare --dist=mpi'; do \"$t\" $args >/dev/null 2>err.txt; st=$?; [ $st -eq 2 ] || { echo \"$args: exit $st, expected 2\"; exit 1; }; done; grep -q 'takes no --compare' err.txt || exit 1; \"$t\" --dist tcp 2>&1 | grep -q \"unknown value 'tcp' (known: mpi, single)\" || exit 1; \"$t\" --dist --help | grep -q '^  --dist \\[mpi|single\\]'"
           $<TARGET_FILE:mixp-train>)
+# Its own folder: the tests run in parallel and write files of the same names.
+file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mixp_train_dist_flags)
 set_tests_properties(mixp_train_dist_flags PROPERTIES
-  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR} TIMEOUT 60)
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mixp_train_dist_flags TIMEOUT 60)
 
 if(NOT MIXP_MPI_ENABLED OR NOT MPIEXEC_EXECUTABLE)
   message(STATUS "mixp: no MPI plugin or no mpiexec: the mpirun tests of tests/dist.cmake are not added")

@@ -49,8 +49,10 @@ if(TARGET mixp-train)
   add_test(NAME mixp_train_state_flag_misuse
     COMMAND sh -c "t=\"$0\"; \"$t\" --save-every 5 >/dev/null 2>&1; [ $? -eq 2 ] || exit 1; \"$t\" --save-every 5 2>&1 | grep -q 'needs --save' || exit 1; \"$t\" --accum-steps 2 --max-steps 3 2>&1 | grep -q 'multiple of --accum-steps' || exit 1; \"$t\" --compare --save x 2>&1 | grep -q 'takes no --save' || exit 1; \"$t\" --data synthetic --resume /nonexistent/run.safetensors >/dev/null 2>err.txt; [ $? -eq 1 ] && grep -q \"cannot open '/nonexistent/run.safetensors'\" err.txt"
             $<TARGET_FILE:mixp-train>)
+  # Its own folder: other tests write an err.txt too, at the same time.
+  file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mixp_train_state_flag_misuse)
   set_tests_properties(mixp_train_state_flag_misuse PROPERTIES
-    WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+    WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mixp_train_state_flag_misuse)
 endif()
 
 # libFuzzer targets of the checkpoint and IDX readers, 25 s each (SKIPPED

@@ -25,7 +25,9 @@ add_test(NAME mixp_train_bad_flag
 add_test(NAME mixp_train_run_misuse
   COMMAND sh -c "t=\"$0\"; \"$t\" --data synthetic --hidden 8 --batch 256 --epochs 1 --limit-test 64 --limit-train 9223372036854775807 >out.txt 2>&1 || exit 1; grep -q 'epoch 1/1: train_loss=[0-9]' out.txt || exit 1; \"$t\" --data synthetic --hidden 8 --epochs 1 --limit-train 256 --limit-test 64 --weight-decay 1e30 >/dev/null 2>err.txt; [ $? -eq 1 ] && grep -q 'training diverged' err.txt || exit 1; \"$t\" --data synthetic --epochs 1 --save /nonexistent/x.safetensors >out.txt 2>&1; [ $? -eq 1 ] && grep -q \"cannot write in '/nonexistent'\" out.txt && ! grep -q '^epoch' out.txt"
           $<TARGET_FILE:mixp-train>)
-set_tests_properties(mixp_train_run_misuse PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR} TIMEOUT 300)
+# Own folders for the tests that write out.txt/err.txt: ctest -j runs them at once.
+file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mixp_train_run_misuse ${CMAKE_CURRENT_BINARY_DIR}/mixp_train_check_numerics_filters)
+set_tests_properties(mixp_train_run_misuse PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mixp_train_run_misuse TIMEOUT 300)
 # The kernels' baseline/AVX2/AVX-512 versions train bit-identically
 # (MIXP_CPU_KERNELS pins one; tests/kernel_isa_parity.cmake).
 add_test(NAME cpu_kernel_versions_bitwise_equal
@@ -183,6 +185,8 @@ set_tests_properties(mixp_train_memory_options PROPERTIES TIMEOUT 300)
 add_test(NAME mixp_train_check_numerics_filters
   COMMAND sh -c "t=\"$0\"; \"$t\" --check-ops matmul >/dev/null 2>err.txt; [ $? -eq 2 ] && grep -q 'add --check-numerics' err.txt || exit 1; \"$t\" --data synthetic --check-numerics warn --check-steps 3:1 >/dev/null 2>&1; [ $? -eq 2 ] || exit 1; \"$t\" --data synthetic --check-numerics warn --skip-ops no_such_op >/dev/null 2>err.txt; [ $? -eq 1 ] && grep -q \"unknown op 'no_such_op'\" err.txt || exit 1; \"$t\" --data synthetic --hidden 16 --epochs 1 --limit-train 512 --limit-test 128 --check-numerics error --check-ops linear,relu --check-steps 0:4 --check-fp16-overflow | grep -q '^final: '"
   $<TARGET_FILE:mixp-train>)
+set_tests_properties(mixp_train_check_numerics_filters PROPERTIES
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mixp_train_check_numerics_filters)
 
 # --underflow-stats prints the share of each gradient that f16 cannot hold
 # and logs it per parameter (underflow/<name> in the CSV); --low-scale is

@@ -32,19 +32,6 @@ struct Bucket {
   TensorPtr flat;
 };
 
-// A View of flat[start, start + n) as a contiguous tensor of shape `like`.
-View slice_view(const Tensor &flat, int64_t start, const Tensor &like) {
-  View v = view_of(like);
-  v.data = static_cast<char *>(flat.data()) + start * int64_t(flat.elem_size());
-  v.dtype = flat.dtype;
-  int64_t stride = 1;
-  for (int i = like.ndim - 1; i >= 0; --i) {
-    v.strides[i] = stride;
-    stride *= like.shape[i];
-  }
-  return v;
-}
-
 }  // namespace
 
 void average_gradients(Dist &d, mixp_optimizer &opt, int64_t local_samples, const char *fn) {
@@ -102,12 +89,7 @@ void average_gradients(Dist &d, mixp_optimizer &opt, int64_t local_samples, cons
     // transport then sends and receives the bucket in place.
     const int64_t padded = (b.numel + W - 1) / W * W;
     b.flat = empty(s, b.dtype, Shape{padded});
-    if (padded > b.numel) {
-      View tail = view_of(*b.flat);
-      tail.data = static_cast<char *>(tail.data) + b.numel * int64_t(dtype_size(b.dtype));
-      tail.shape[0] = padded - b.numel;
-      be.fill(tail, 0.0);
-    }
+    if (padded > b.numel) be.fill(flat_range(*b.flat, b.numel, padded - b.numel), 0.0);
     buckets.push_back(std::move(b));
     b = Bucket{};
   };
@@ -131,7 +113,7 @@ void average_gradients(Dist &d, mixp_optimizer &opt, int64_t local_samples, cons
   for (Bucket &b : buckets) {
     for (size_t j = 0; j < b.params.size(); ++j) {
       const Tensor &g = *grads[b.params[j]];
-      be.copy(view_of(g), slice_view(*b.flat, b.starts[j], g));
+      be.copy(view_of(g), packed_view(*b.flat, b.starts[j], g));
     }
     reduce_buffer(d, *b.flat, CollectiveOp::Sum, b.numel, weights.data());
   }
@@ -139,7 +121,7 @@ void average_gradients(Dist &d, mixp_optimizer &opt, int64_t local_samples, cons
     for (size_t j = 0; j < b.params.size(); ++j) {
       const size_t k = b.params[j];
       Tensor &g = *grads[k];
-      be.copy(slice_view(*b.flat, b.starts[j], g), view_of(g));
+      be.copy(packed_view(*b.flat, b.starts[j], g), view_of(g));
       Tensor &p = *opt.slots[k].param;
       if (!p.grad) p.grad = grads[k];
     }

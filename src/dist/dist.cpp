@@ -117,13 +117,6 @@ void host_all_reduce(Dist &d, void *data, DType dt, int64_t n, int64_t capacity,
   if (send != data) std::memcpy(data, send, size_t(n) * es);
 }
 
-// A contiguous copy of t's values in `dtype`, to reduce in place: t itself
-// is written only once the collective succeeded.
-TensorPtr staged(Tensor &t, DType dtype) {
-  TensorPtr src = TensorPtr::share(&t);
-  return dtype == t.dtype ? clone(src) : contiguous(cast(src, dtype));
-}
-
 }  // namespace
 
 Dist *check_dist(const mixp_dist *d, const char *fn, const char *arg) {
@@ -175,27 +168,62 @@ void reduce_buffer(Dist &d, Tensor &buf, CollectiveOp op, int64_t n, const doubl
   }
 }
 
+View packed_view(const Tensor &flat, int64_t start, const Tensor &like) {
+  View v = view_of(like);
+  v.data = static_cast<char *>(flat.data()) + start * int64_t(flat.elem_size());
+  v.dtype = flat.dtype;
+  int64_t stride = 1;
+  for (int i = like.ndim - 1; i >= 0; --i) {
+    v.strides[i] = stride;
+    stride *= like.shape[i];
+  }
+  return v;
+}
+
+View flat_range(const Tensor &flat, int64_t start, int64_t n) {
+  View v = view_of(flat);
+  v.data = static_cast<char *>(flat.data()) + start * int64_t(flat.elem_size());
+  v.ndim = 1;
+  v.shape[0] = n;
+  v.strides[0] = 1;
+  return v;
+}
+
+// all_reduce and broadcast work on a copy (in the reduction dtype, in whole
+// per-rank chunks so that the host transport reduces it in place) and write
+// the tensor only once the collective succeeded.
 void all_reduce(Dist &d, Tensor &t, mixp_reduce_op op) {
+  const int64_t n = t.numel(), w = d.world();
+  if (n == 0) return;
   Session *s = d.session.get();
   OpScope scope(OpId::dist_collective, s);
-  NoGradGuard no_grad(s);
-  TensorPtr buf = staged(t, reduce_dtype(t.dtype));
-  reduce_buffer(d, *buf, op == MIXP_REDUCE_MAX ? CollectiveOp::Max : CollectiveOp::Sum,
-                buf->numel(), nullptr);
-  if (op == MIXP_REDUCE_AVG) buf = unary(UnaryOp::MulScalar, buf, 1.0 / d.world());
-  copy_into(t, *buf);
+  const int64_t padded = d.clique ? n : (n + w - 1) / w * w;
+  TensorPtr buf = empty(s, reduce_dtype(t.dtype), Shape{padded});
+  Backend &be = *s->backend;
+  apply_threads(s);
+  const View packed = packed_view(*buf, 0, t);
+  be.copy(view_of(t), packed);
+  if (padded > n) be.fill(flat_range(*buf, n, padded - n), 0.0);
+  reduce_buffer(d, *buf, op == MIXP_REDUCE_MAX ? CollectiveOp::Max : CollectiveOp::Sum, n, nullptr);
+  if (op == MIXP_REDUCE_AVG) {
+    const View head = flat_range(*buf, 0, n);
+    be.unary(UnaryOp::MulScalar, head, head, 1.0 / double(w));
+  }
+  be.copy(packed, view_of(t));
 }
 
 void broadcast(Dist &d, Tensor &t, int root) {
+  const int64_t n = t.numel();
+  if (n == 0) return;
   Session *s = d.session.get();
   OpScope scope(OpId::dist_collective, s);
-  NoGradGuard no_grad(s);
-  TensorPtr buf = staged(t, t.dtype);
-  if (buf->numel() > 0) {
-    if (d.clique) s->backend->broadcast(view_of(*buf), root);
-    else d.host->broadcast(buf->data(), size_t(buf->numel()) * buf->elem_size(), root);
-  }
-  copy_into(t, *buf);
+  TensorPtr buf = empty(s, t.dtype, Shape{n});
+  Backend &be = *s->backend;
+  const View packed = packed_view(*buf, 0, t);
+  be.copy(view_of(t), packed);
+  if (d.clique) be.broadcast(flat_range(*buf, 0, n), root);
+  else d.host->broadcast(buf->data(), size_t(n) * buf->elem_size(), root);
+  be.copy(packed, view_of(t));
 }
 
 TensorPtr all_gather(Dist &d, const Tensor &t) {

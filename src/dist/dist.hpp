@@ -47,6 +47,12 @@ std::unique_ptr<Dist> create(Session *s, const mixp_dist_options &o, const char 
 void all_reduce(Dist &d, Tensor &t, mixp_reduce_op op);
 void broadcast(Dist &d, Tensor &t, int root);
 TensorPtr all_gather(Dist &d, const Tensor &t);
+// A View of flat[start, start + numel(like)) (flat: a contiguous 1-D
+// tensor) with like's shape, contiguous, in flat's dtype; and of n elements
+// of flat from start as a 1-D View.
+View packed_view(const Tensor &flat, int64_t start, const Tensor &like);
+View flat_range(const Tensor &flat, int64_t start, int64_t n);
+
 // In place over the first n elements of a contiguous buffer already in a
 // reduction dtype (F32, F64, I32, I64, U8): what all_reduce does after
 // staging. weights (floats, Sum only): one per rank, each rank's values are
