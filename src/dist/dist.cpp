@@ -5,11 +5,13 @@
 // and every rank receives bit-identical results.
 #include "dist/dist.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/cpu/simd.hpp"
 #include "core/error.hpp"
 #include "autograd/node.hpp"
 #include "ops/ops.hpp"
@@ -35,31 +37,47 @@ DType reduce_dtype(DType d) {
   }
 }
 
-// Host reduction of one element position over `world` blocks, rank 0 first.
-// Floats accumulate in double (fp32 values round once); integers wrap.
-// A weighted sum (floats; weights[r] per rank, or null for 1) is the data-
-// parallel gradient average in one pass.
+// Host reduction of each element position over `world` blocks, rank 0
+// first. Floats: a weighted sum (weights[r] per rank, or null for 1; the
+// data-parallel gradient average in one pass) accumulated in double, so that
+// fp32 values round once; integers wrap. The sum runs rank by rank over
+// tiles, unit-stride, in the multi-versioned kernels: each element still
+// adds its ranks in order, so every version gives the same bits.
+template <class T>
+void sum_blocks(const T *blocks, int world, int64_t stride, int64_t n, const double *weights, T *out) {
+  constexpr int64_t kTile = 1024;
+  const int64_t tiles = (n + kTile - 1) / kTile;
+#pragma omp parallel for schedule(static) if (n * world >= (int64_t(1) << 16))
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t i0 = t * kTile, m = std::min(kTile, n - i0);
+    cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+      double acc[kTile];
+      for (int64_t i = 0; i < m; ++i) acc[i] = 0.0;
+      for (int r = 0; r < world; ++r) {
+        const double w = weights ? weights[r] : 1.0;
+        const T *b = blocks + r * stride + i0;
+        for (int64_t i = 0; i < m; ++i) acc[i] += w * double(b[i]);
+      }
+      for (int64_t i = 0; i < m; ++i) out[i0 + i] = T(acc[i]);
+    });
+  }
+}
+
 template <class T>
 void reduce_blocks(const T *blocks, int world, int64_t stride, int64_t n, CollectiveOp op,
                    const double *weights, T *out) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (op == CollectiveOp::Sum) return sum_blocks(blocks, world, stride, n, weights, out);
+  }
 #pragma omp parallel for schedule(static) if (n * world >= (int64_t(1) << 16))
   for (int64_t i = 0; i < n; ++i) {
     if constexpr (std::is_floating_point_v<T>) {
-      if (op == CollectiveOp::Sum) {
-        double acc = 0.0;
-        if (weights)
-          for (int r = 0; r < world; ++r) acc += weights[r] * double(blocks[r * stride + i]);
-        else
-          for (int r = 0; r < world; ++r) acc += double(blocks[r * stride + i]);
-        out[i] = T(acc);
-      } else {
-        T m = blocks[i];
-        for (int r = 1; r < world && !std::isnan(m); ++r) {
-          const T v = blocks[r * stride + i];
-          if (std::isnan(v) || v > m) m = v;
-        }
-        out[i] = m;
+      T m = blocks[i];  // MAX: NaN wins
+      for (int r = 1; r < world && !std::isnan(m); ++r) {
+        const T v = blocks[r * stride + i];
+        if (std::isnan(v) || v > m) m = v;
       }
+      out[i] = m;
     } else {
       using U = std::make_unsigned_t<T>;
       if (op == CollectiveOp::Sum) {
