@@ -4,8 +4,9 @@
 # line (last loss and accuracy as hex floats) and save identical checkpoints
 # (every weight, master and optimizer moment). The runs cover the MLP under
 # O2 bf16 (AdamW) and O1 f16 (SGD with momentum and weight decay, loss
-# scaling), a CNN under O2 bf16 (batch norm,
-# max pooling, dropout) and a GPT under O1 bf16 (layer norm, GELU's erf,
+# scaling), a CNN under O2 bf16 and O2 f16 (batch norm, max pooling,
+# dropout; f16 staged through F16C in the AVX2/AVX-512 versions and
+# converted in software in the baseline one) and a GPT under O1 bf16 (layer norm, GELU's erf,
 # softmax and its exp). On a CPU without AVX-512 (or AVX2) the higher pins
 # run the best version it has.
 #   cmake -DTRAIN=mixp-train -DTEXT=any-text-file -DWORK=dir -P kernel_isa_parity.cmake
@@ -16,9 +17,11 @@ set(mlp_O1_f16 --data synthetic --hidden 32 --limit-train 512 --limit-test 128 -
     --optimizer sgd --weight-decay 1e-4)
 set(cnn_O2_bf16 --model cnn --data synthetic-images:1x12x12 --model-config "width=4 hidden=16" --limit-train 128
     --limit-test 32 --batch 32 --amp O2 --amp-dtype bf16)
+set(cnn_O2_f16 --model cnn --data synthetic-images:1x12x12 --model-config "width=4 hidden=16" --limit-train 128
+    --limit-test 32 --batch 32 --amp O2 --amp-dtype f16)
 set(gpt_O1_bf16 --model gpt --data text:${TEXT} --block-size 16 --model-config "n_layer=1 n_head=2 n_embd=16"
     --limit-train 128 --limit-test 32 --batch 16 --amp O1 --amp-dtype bf16)
-foreach(run mlp_O2_bf16 mlp_O1_f16 cnn_O2_bf16 gpt_O1_bf16)
+foreach(run mlp_O2_bf16 mlp_O1_f16 cnn_O2_bf16 cnn_O2_f16 gpt_O1_bf16)
   set(first "")
   foreach(isa baseline avx2 avx512)
     execute_process(COMMAND ${CMAKE_COMMAND} -E env MIXP_CPU_KERNELS=${isa}

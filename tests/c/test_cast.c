@@ -339,6 +339,45 @@ static void test_nan_to_half(void **state) {
   }
 }
 
+/* The exact NaN bits of f16 <-> f32, which the software conversions and
+ * F16C's instructions (used by the AVX2 and AVX-512 kernel versions) must
+ * share so that results never depend on the CPU: a NaN keeps its sign and the
+ * top bits of its payload and comes out quiet, signalling ones included. The
+ * suite also runs with MIXP_CPU_KERNELS=baseline and avx2 (CMake). Odd
+ * lengths reach the vector loops' tails. */
+static void test_f16_nan_bits(void **state) {
+  mixp_session *s = (mixp_session *)*state;
+  enum { N = 2048 + 5 };
+  uint16_t h[N];
+  float f32[N];
+  for (int i = 0; i < N; ++i) {
+    const uint16_t m = (uint16_t)(1 + i % 1023); /* every NaN payload */
+    h[i] = (uint16_t)((i >= 1024 ? 0x8000 : 0) | 0x7C00 | m);
+  }
+  cast_host(s, h, N, MIXP_F16, MIXP_F32, f32);
+  for (int i = 0; i < N; ++i) {
+    uint32_t got, want = ((uint32_t)(h[i] & 0x8000) << 16) | 0x7F800000u | ((uint32_t)(h[i] & 0x3FF) << 13) |
+                         0x00400000u;
+    memcpy(&got, &f32[i], 4);
+    if (got != want) {
+      print_error("f16 0x%04X -> f32 0x%08X, want 0x%08X\n", h[i], got, want);
+      fail();
+    }
+  }
+  uint32_t u[N];
+  for (int i = 0; i < N; ++i) u[i] = (i & 1 ? 0xFF800000u : 0x7F800000u) | (uint32_t)(1 + (i * 4099u) % 0x7FFFFFu);
+  memcpy(f32, u, sizeof u);
+  uint16_t got[N];
+  cast_host(s, f32, N, MIXP_F32, MIXP_F16, got);
+  for (int i = 0; i < N; ++i) {
+    const uint16_t want = (uint16_t)(((u[i] >> 16) & 0x8000) | 0x7E00 | ((u[i] >> 13) & 0x3FF));
+    if (got[i] != want) {
+      print_error("f32 0x%08X -> f16 0x%04X, want 0x%04X\n", u[i], got[i], want);
+      fail();
+    }
+  }
+}
+
 /* ---- half <-> half directly: one rounding of the exact value ---------------- */
 
 static void half_to_half(mixp_session *s, const half_format *from, const half_format *to) {
@@ -565,6 +604,7 @@ int main(void) {
       cmocka_unit_test(test_f64_no_double_rounding),
       cmocka_unit_test(test_f64_random_to_half),
       cmocka_unit_test(test_nan_to_half),
+      cmocka_unit_test(test_f16_nan_bits),
       cmocka_unit_test(test_f16_to_bf16_all),
       cmocka_unit_test(test_bf16_to_f16_all),
       cmocka_unit_test(test_f32_f64),

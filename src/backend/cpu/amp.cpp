@@ -12,6 +12,7 @@
 
 #include "backend/loss_scale_rule.hpp"
 #include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/half_convert.hpp"
 #include "backend/cpu/simd.hpp"
 
 namespace mixp {
@@ -31,6 +32,17 @@ int32_t &scalar_i32(const View &v) noexcept { return *static_cast<int32_t *>(v.d
 // so the loops vectorise (std::isfinite does not).
 template <class T>
 bool check_and_scale_chunk(T *p, int64_t n, acc_t<T> f, bool multiply) {
+  if constexpr (std::is_same_v<T, f16>) {  // float tiles (half_convert.hpp)
+    alignas(64) float t[cpu::kHalfTile];
+    bool bad = false;
+    for (int64_t b = 0; b < n; b += cpu::kHalfTile) {
+      const int64_t len = std::min(cpu::kHalfTile, n - b);
+      cpu::f16_to_f32(p + b, t, len);
+      bad |= check_and_scale_chunk(t, len, f, multiply);
+      if (multiply) cpu::f32_to_f16(t, p + b, len);
+    }
+    return bad;
+  }
   int bad = 0;
   cpu::run_kernel([&]() MIXP_KERNEL_BODY {
     using A = acc_t<T>;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "backend/cpu/half_convert.hpp"
 #include "backend/cpu/simd.hpp"
 #include "core/dtype.hpp"
 
@@ -15,6 +16,11 @@ namespace mixp::cpu {
 // d[i * ds] = s[i * ss] for i in [0, n), converted from S to D.
 template <class S, class D>
 void convert_row(const S *s, int64_t ss, D *d, int64_t ds, int64_t n) {
+  if constexpr (std::is_same_v<S, f16> && std::is_same_v<D, float>) {
+    if (ss == 1 && ds == 1) return f16_to_f32(s, d, n);
+  } else if constexpr (std::is_same_v<S, float> && std::is_same_v<D, f16>) {
+    if (ss == 1 && ds == 1) return f32_to_f16(s, d, n);
+  }
   run_kernel([&]() MIXP_KERNEL_BODY {
     if constexpr (std::is_same_v<S, double>) {
       for (int64_t i = 0; i < n; ++i) d[i * ds] = store_double<D>(s[i * ss]);

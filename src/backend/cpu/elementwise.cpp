@@ -10,6 +10,7 @@
 
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/elementwise_formulas.hpp"
+#include "backend/cpu/half_convert.hpp"
 #include "backend/cpu/simd.hpp"
 
 namespace mixp {
@@ -25,9 +26,19 @@ int64_t num_chunks(int64_t n) noexcept { return (n + kChunk - 1) / kChunk; }
 
 template <class T, class F>
 void map_unary_chunk(const T *x, T *y, int64_t lo, int64_t hi, F f) {
-  cpu::run_kernel([&]() MIXP_KERNEL_BODY {
-    for (int64_t i = lo; i < hi; ++i) y[i] = store<T>(f(load<T>(x[i])));
-  });
+  if constexpr (std::is_same_v<T, f16>) {  // float tiles (half_convert.hpp)
+    alignas(64) float t[cpu::kHalfTile];
+    for (int64_t b = lo; b < hi; b += cpu::kHalfTile) {
+      const int64_t n = std::min(cpu::kHalfTile, hi - b);
+      cpu::f16_to_f32(x + b, t, n);
+      map_unary_chunk(t, t, 0, n, f);
+      cpu::f32_to_f16(t, y + b, n);
+    }
+  } else {
+    cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+      for (int64_t i = lo; i < hi; ++i) y[i] = store<T>(f(load<T>(x[i])));
+    });
+  }
 }
 
 // Applies f(x) over n contiguous elements, in parallel chunks.
@@ -55,15 +66,26 @@ void unary_typed(UnaryOp op, const View &xv, const View &yv, double s) {
 // argument so that the loop has no branch and vectorises.
 template <Reads R, class T, class F>
 void map_unary_backward_chunk(const T *saved, const T *gy, T *gx, int64_t lo, int64_t hi, F f) {
-  cpu::run_kernel([&]() MIXP_KERNEL_BODY {
-    using A = acc_t<T>;
-    for (int64_t i = lo; i < hi; ++i) {
-      const A s = R == Reads::None ? A(0) : load<T>(saved[i]);
-      const A xv = R == Reads::Input ? s : A(0);
-      const A yv = R == Reads::Output ? s : A(0);
-      gx[i] = store<T>(f(xv, yv, load<T>(gy[i])));
+  if constexpr (std::is_same_v<T, f16>) {  // float tiles (half_convert.hpp)
+    alignas(64) float ts[cpu::kHalfTile], tg[cpu::kHalfTile];
+    for (int64_t b = lo; b < hi; b += cpu::kHalfTile) {
+      const int64_t n = std::min(cpu::kHalfTile, hi - b);
+      if (R != Reads::None) cpu::f16_to_f32(saved + b, ts, n);
+      cpu::f16_to_f32(gy + b, tg, n);
+      map_unary_backward_chunk<R>(ts, tg, tg, 0, n, f);
+      cpu::f32_to_f16(tg, gx + b, n);
     }
-  });
+  } else {
+    cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+      using A = acc_t<T>;
+      for (int64_t i = lo; i < hi; ++i) {
+        const A s = R == Reads::None ? A(0) : load<T>(saved[i]);
+        const A xv = R == Reads::Input ? s : A(0);
+        const A yv = R == Reads::Output ? s : A(0);
+        gx[i] = store<T>(f(xv, yv, load<T>(gy[i])));
+      }
+    });
+  }
 }
 
 template <Reads R, class T, class F>
@@ -134,6 +156,19 @@ Geometry coalesce(const View &a, const View &b, const View &out) {
 // loops so the compiler sees unit or zero strides and vectorises them.
 template <class T, class F>
 void binary_run(const T *a, int64_t sa, const T *b, int64_t sb, T *out, int64_t len, F f) {
+  if constexpr (std::is_same_v<T, f16>) {  // float tiles (half_convert.hpp)
+    if ((sa == 0 || sa == 1) && (sb == 0 || sb == 1)) {
+      alignas(64) float ta[cpu::kHalfTile], tb[cpu::kHalfTile];
+      for (int64_t p = 0; p < len; p += cpu::kHalfTile) {
+        const int64_t n = std::min(cpu::kHalfTile, len - p);
+        cpu::f16_to_f32(a + p * sa, ta, sa ? n : 1);
+        cpu::f16_to_f32(b + p * sb, tb, sb ? n : 1);
+        binary_run(ta, sa, tb, sb, ta, n, f);
+        cpu::f32_to_f16(ta, out + p, n);
+      }
+      return;
+    }
+  }
   cpu::run_kernel([&]() MIXP_KERNEL_BODY {
     using A = acc_t<T>;
     if (sa == 1 && sb == 1) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/half_convert.hpp"
 #include "backend/cpu/lane_sums.hpp"
 #include "backend/cpu/simd.hpp"
 #include "core/error.hpp"
@@ -76,6 +77,26 @@ void row_sums(int64_t inner, F f, double *out) {
   cpu::run_kernel([&]() MIXP_KERNEL_BODY { cpu::lane_sums<K>(inner, f, out); });
 }
 
+// Half rows are widened into a per-thread float buffer (slot 0 or 1) before
+// the sums read them (half_convert.hpp; the double sums vectorise better
+// over floats, and f16 converts in hardware): row_t<T> is what they see.
+template <class T>
+using row_t = std::conditional_t<cpu::is_half_v<T>, float, T>;
+
+template <class T>
+const row_t<T> *widen_row(const T *p, int64_t n, int slot) {
+  if constexpr (cpu::is_half_v<T>) {
+    thread_local std::vector<float> buf[2];
+    std::vector<float> &v = buf[slot];
+    if (v.size() < size_t(n)) v.resize(size_t(n));
+    float *b = v.data();
+    cpu::widen(p, b, n);
+    return b;
+  } else {
+    return p;
+  }
+}
+
 // Statistics live in F32 (F64 for F64 data); S is their storage type.
 template <class S>
 S *stat_ptr(const View &v) {
@@ -105,19 +126,20 @@ void bn_stats(const View &xv, int64_t outer, int64_t c, int64_t inner, double ep
   const T *x = static_cast<const T *>(xv.data);
   const double m = double(outer * inner);
   std::vector<double> sum(static_cast<size_t>(c)), sq(static_cast<size_t>(c));
+  using R = row_t<T>;
   channel_sums<1>(outer, c, inner, [&](int64_t o, int64_t ch, double *acc) {
-    const T *row = x + (o * c + ch) * inner;
+    const R *row = widen_row(x + (o * c + ch) * inner, inner, 0);
     double s = 0.0;
-    row_sums<1>(inner, [&](int64_t i, double *v) { v[0] = double(load<T>(row[i])); }, &s);
+    row_sums<1>(inner, [&](int64_t i, double *v) { v[0] = double(load<R>(row[i])); }, &s);
     acc[0] += s;
   }, sum.data());
   for (int64_t ch = 0; ch < c; ++ch) sum[size_t(ch)] /= m;
   channel_sums<1>(outer, c, inner, [&](int64_t o, int64_t ch, double *acc) {
-    const T *row = x + (o * c + ch) * inner;
+    const R *row = widen_row(x + (o * c + ch) * inner, inner, 0);
     const double mu = sum[size_t(ch)];
     double s = 0.0;
     row_sums<1>(inner, [&](int64_t i, double *v) {
-      const double d = double(load<T>(row[i])) - mu;
+      const double d = double(load<R>(row[i])) - mu;
       v[0] = d * d;
     }, &s);
     acc[0] += s;
@@ -131,25 +153,45 @@ void bn_stats(const View &xv, int64_t outer, int64_t c, int64_t inner, double ep
   }
 }
 
-// y[o, ch, i] = (x[o, ch, i] - mu[ch]) * alpha[ch] + beta[ch] (and the like
-// for the backward): per-channel coefficients computed once, and a loop that
-// runs along channels when inner == 1 (NHWC), so it stays contiguous.
+// out[o, ch, i] = f(a[o, ch, i], b[o, ch, i], ch), f computing in acc_t<T>
+// from per-channel coefficients computed once (b may be null: f gets 0).
+// Rows of the same channel run as one loop; when inner == 1 (NHWC) a row
+// is one sample's channels, so the loop stays contiguous either way.
 template <class T, class F>
-void per_channel_map(int64_t outer, int64_t c, int64_t inner, F f) {
+void per_channel_map(int64_t outer, int64_t c, int64_t inner, const T *a, const T *b, T *out, F f) {
+  using A = acc_t<T>;
+  using R = row_t<T>;
+  // Elements [base, base + n), element i of channel chan(i).
+  auto row = [&](int64_t base, int64_t n, auto chan) {
+    auto loop = [&](const R *ra, const R *rb, R *ro, int64_t len, int64_t first) {
+      cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+        if (rb)
+          for (int64_t i = 0; i < len; ++i) ro[i] = store<R>(f(load<R>(ra[i]), load<R>(rb[i]), chan(first + i)));
+        else
+          for (int64_t i = 0; i < len; ++i) ro[i] = store<R>(f(load<R>(ra[i]), A(0), chan(first + i)));
+      });
+    };
+    if constexpr (cpu::is_half_v<T>) {  // float tiles (half_convert.hpp)
+      alignas(64) float ta[cpu::kHalfTile], tb[cpu::kHalfTile];
+      for (int64_t p = 0; p < n; p += cpu::kHalfTile) {
+        const int64_t len = std::min(cpu::kHalfTile, n - p);
+        cpu::widen(a + base + p, ta, len);
+        if (b) cpu::widen(b + base + p, tb, len);
+        loop(ta, b ? tb : nullptr, ta, len, p);
+        cpu::narrow(ta, out + base + p, len);
+      }
+    } else {
+      loop(a + base, b ? b + base : nullptr, out + base, n, 0);
+    }
+  };
   if (inner == 1) {
 #pragma omp parallel for schedule(static) if (outer * c > kChunk)
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t ch = 0; ch < c; ++ch) f(o * c + ch, ch);
+    for (int64_t o = 0; o < outer; ++o) row(o * c, c, [](int64_t i) { return i; });
     return;
   }
 #pragma omp parallel for collapse(2) schedule(static) if (outer * c * inner > kChunk)
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t ch = 0; ch < c; ++ch) {
-      const int64_t base = (o * c + ch) * inner;
-      cpu::run_kernel([&]() MIXP_KERNEL_BODY {
-        for (int64_t i = 0; i < inner; ++i) f(base + i, ch);
-      });
-    }
+    for (int64_t ch = 0; ch < c; ++ch) row((o * c + ch) * inner, inner, [ch](int64_t) { return ch; });
 }
 
 template <class T>
@@ -166,8 +208,8 @@ void bn_forward(const View &xv, int64_t outer, int64_t c, int64_t inner, const V
     alpha[size_t(ch)] = A(invstd[ch]) * stat_param<S>(wv, ch, S(1));
     beta[size_t(ch)] = stat_param<S>(bv, ch, S(0));
   }
-  per_channel_map<T>(outer, c, inner, [&](int64_t e, int64_t ch) {
-    y[e] = store<T>((load<T>(x[e]) - mu[size_t(ch)]) * alpha[size_t(ch)] + beta[size_t(ch)]);
+  per_channel_map<T>(outer, c, inner, x, nullptr, y, [&](A xv, A, int64_t ch) {
+    return (xv - mu[size_t(ch)]) * alpha[size_t(ch)] + beta[size_t(ch)];
   });
 }
 
@@ -186,12 +228,14 @@ void bn_backward(const View &xv, const View &gyv, int64_t outer, int64_t c, int6
   if (need_sums)
     channel_sums<2>(outer, c, inner, [&](int64_t o, int64_t ch, double *acc) {
       const int64_t base = (o * c + ch) * inner;
+      using R = row_t<T>;
+      const R *gr = widen_row(gy + base, inner, 0), *xr = widen_row(x + base, inner, 1);
       const double mu = double(mean[ch]);
       double s[2] = {0.0, 0.0};
       row_sums<2>(inner, [&](int64_t i, double *v) {
-        const double g = double(load<T>(gy[base + i]));
+        const double g = double(load<R>(gr[i]));
         v[0] = g;
-        v[1] = g * (double(load<T>(x[base + i])) - mu);
+        v[1] = g * (double(load<R>(xr[i])) - mu);
       }, s);
       acc[0] += s[0];
       acc[1] += s[1];
@@ -214,9 +258,9 @@ void bn_backward(const View &xv, const View &gyv, int64_t outer, int64_t c, int6
     mg[u] = batch_stats ? A(sums[2 * u] / m) : A(0);
     k[u] = batch_stats ? A(sums[2 * u + 1] * is * is / m) : A(0);
   }
-  per_channel_map<T>(outer, c, inner, [&](int64_t e, int64_t ch) {
+  per_channel_map<T>(outer, c, inner, gy, x, gx, [&](A g, A xv, int64_t ch) {
     const size_t u = size_t(ch);
-    gx[e] = store<T>(scale[u] * (load<T>(gy[e]) - mg[u] - (load<T>(x[e]) - mu[u]) * k[u]));
+    return scale[u] * (g - mg[u] - (xv - mu[u]) * k[u]);
   });
 }
 

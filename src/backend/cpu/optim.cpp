@@ -16,6 +16,7 @@
 #include "core/philox.hpp"
 #include "core/error.hpp"
 #include "core/fpenv.hpp"
+#include "backend/cpu/half_convert.hpp"
 #include "backend/cpu/simd.hpp"
 
 namespace mixp {
@@ -139,16 +140,18 @@ struct AdamLoop {
   using G = typename P::G;
   A weight, one_minus_weight, beta2, one_minus_beta2, step_size, bc2_sqrt, eps, wd, decay;
 
-  // words[i - begin]: element i's stochastic-rounding word (kStochastic only).
-  void run(int64_t begin, int64_t end, const uint32_t *__restrict words, T *__restrict param,
-           float *__restrict master, const G *__restrict grad, S *__restrict exp_avg,
-           S *__restrict exp_avg_sq) const {
+  // Updates elements [0, n) of the arrays given; words[i]: element i's
+  // stochastic-rounding word (kStochastic only). PT and GT are the storage
+  // of param and grad: T and G, or float tiles of them (adam_run).
+  template <class PT, class GT>
+  void run(int64_t n, const uint32_t *__restrict words, PT *__restrict param, float *__restrict master,
+           const GT *__restrict grad, S *__restrict exp_avg, S *__restrict exp_avg_sq) const {
     cpu::run_kernel([&]() MIXP_KERNEL_BODY {
 #pragma omp simd
-      for (int64_t i = begin; i < end; ++i) {
+      for (int64_t i = 0; i < n; ++i) {
         A p;
-        if constexpr (P::kMaster) p = master[i]; else p = load<T>(param[i]);
-        A g = load<G>(grad[i]);
+        if constexpr (P::kMaster) p = master[i]; else p = load<PT>(param[i]);
+        A g = load<GT>(grad[i]);
         if constexpr (kDecoupled) p = p * decay;
         if constexpr (kL2) g = g + wd * p;
         // torch.lerp's two-sided formula, which is exact at both ends.
@@ -160,8 +163,8 @@ struct AdamLoop {
         const A denom = std::sqrt(v) / bc2_sqrt + eps;
         const A r = p - step_size * (m / denom);
         if constexpr (P::kMaster) master[i] = r;
-        if constexpr (P::kStochastic) param[i] = round_param<P>(r, words[i - begin]);
-        else param[i] = round_param<P>(r, 0u);
+        if constexpr (P::kStochastic) param[i] = round_param<P>(r, words[i]);
+        else param[i] = store<PT>(r);
       }
     });
   }
@@ -180,9 +183,28 @@ void adam_run(const ParamArgs &pa, const Loop &loop) {
     FlushDenormals ftz;  // per thread: MXCSR is thread state
     int64_t begin, end;
     thread_share(n, begin, end);
-    over_tiles<P::kStochastic>(pa, begin, end, [&](int64_t b, int64_t e, const uint32_t *words) {
-      loop.run(b, e, words, param, master, grad, static_cast<S *>(pa.buf1), static_cast<S *>(pa.buf2));
-    });
+    S *m = static_cast<S *>(pa.buf1), *v = static_cast<S *>(pa.buf2);
+    if constexpr (std::is_same_v<typename P::T, f16>) {
+      // Float tiles of the f16 parameter and gradient (half_convert.hpp);
+      // f16 is never rounded stochastically.
+      alignas(64) float tp[cpu::kHalfTile], tg[cpu::kHalfTile];
+      for (int64_t b = begin; b < end; b += cpu::kHalfTile) {
+        const int64_t k = std::min(cpu::kHalfTile, end - b);
+        if constexpr (!P::kMaster) cpu::f16_to_f32(param + b, tp, k);
+        float *mb = P::kMaster ? master + b : nullptr;
+        if constexpr (std::is_same_v<G, f16>) {
+          cpu::f16_to_f32(grad + b, tg, k);
+          loop.run(k, nullptr, tp, mb, tg, m + b, v + b);
+        } else {
+          loop.run(k, nullptr, tp, mb, grad + b, m + b, v + b);
+        }
+        cpu::f32_to_f16(tp, param + b, k);
+      }
+    } else {
+      over_tiles<P::kStochastic>(pa, begin, end, [&](int64_t b, int64_t e, const uint32_t *words) {
+        loop.run(e - b, words, param + b, P::kMaster ? master + b : nullptr, grad + b, m + b, v + b);
+      });
+    }
   }
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/half_convert.hpp"
 #include "backend/cpu/simd.hpp"
 #include "core/error.hpp"
 
@@ -161,9 +162,10 @@ template <class A>
 struct Tiled2Buffers {
   std::vector<A> even, odd, m;
   std::vector<int32_t> arg;
-  explicit Tiled2Buffers(const Tiled2 &t)
+  std::vector<float> plane, out;  // a half plane widened, its maxima before rounding
+  Tiled2Buffers(const Tiled2 &t, bool half, int64_t in_sz)
       : even(size_t(t.staged + t.lanes), A(0)), odd(even.size(), A(0)), m(size_t(t.outputs + t.lanes)),
-        arg(m.size()) {}
+        arg(m.size()), plane(half ? size_t(in_sz) : 0), out(half ? size_t(t.outputs) : 0) {}
 };
 
 template <class T>
@@ -231,12 +233,22 @@ void forward_nchw(const Pool2dGeom &g, const T *x, T *y, int64_t *idx) {
     const Tiled2 t(g);
 #pragma omp parallel
     {
-      Tiled2Buffers<A> buffers(t);
+      Tiled2Buffers<A> buffers(t, widen_first, in_sz);
 #pragma omp for schedule(static)
-      for (int64_t p = 0; p < planes; ++p)
-        cpu::run_kernel([&]() MIXP_KERNEL_BODY {
-          max_plane_tiled2(g, t, x + p * in_sz, y + p * out_sz, idx + p * out_sz, buffers);
-        });
+      for (int64_t p = 0; p < planes; ++p) {
+        if constexpr (widen_first) {  // F16C for f16 (half_convert.hpp)
+          float *plane = buffers.plane.data(), *out = buffers.out.data();
+          cpu::widen(x + p * in_sz, plane, in_sz);
+          cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+            max_plane_tiled2(g, t, static_cast<const float *>(plane), out, idx + p * out_sz, buffers);
+          });
+          cpu::narrow(out, y + p * out_sz, out_sz);
+        } else {
+          cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+            max_plane_tiled2(g, t, x + p * in_sz, y + p * out_sz, idx + p * out_sz, buffers);
+          });
+        }
+      }
     }
     return;
   }
@@ -247,13 +259,14 @@ void forward_nchw(const Pool2dGeom &g, const T *x, T *y, int64_t *idx) {
 #pragma omp for schedule(static)
     for (int64_t p = 0; p < planes; ++p) {
       const T *xp = x + p * in_sz;
+      if constexpr (widen_first)
+        if (g.kind == PoolKind::Max) cpu::widen(xp, plane.data(), in_sz);
       cpu::run_kernel([&]() MIXP_KERNEL_BODY {
         if (g.kind == PoolKind::Max) {
           if constexpr (widen_first) {
-            A *wp = plane.data();
-            for (int64_t e = 0; e < in_sz; ++e) wp[e] = load<T>(xp[e]);
+            const A *wp = plane.data();
             for (int64_t i = 0; i < g.oh; ++i)
-              max_row_nchw(g, win, static_cast<const A *>(wp), i, y + p * out_sz + i * g.ow,
+              max_row_nchw(g, win, wp, i, y + p * out_sz + i * g.ow,
                            idx + p * out_sz + i * g.ow, m.data(), arg.data());
           } else {
             for (int64_t i = 0; i < g.oh; ++i)
@@ -332,6 +345,23 @@ void backward_nchw(const Pool2dGeom &g, const T *gy, const int64_t *idx, T *gx) 
     // Windows that do not overlap: each input cell receives at most one
     // gradient, so it is stored as it is, with no accumulation buffer.
     // (+0 turns a -0 gradient into the +0 that 0 + (-0) gives elsewhere.)
+    if constexpr (cpu::is_half_v<T>) {
+      // Through a float plane: widened and rounded in vector loops (F16C
+      // for f16) instead of a conversion per scattered element.
+#pragma omp parallel
+      {
+        std::vector<float> g32(static_cast<size_t>(out_sz)), x32(static_cast<size_t>(in_sz));
+#pragma omp for schedule(static)
+        for (int64_t p = 0; p < planes; ++p) {
+          const int64_t *ip = idx + p * out_sz;
+          cpu::widen(gy + p * out_sz, g32.data(), out_sz);
+          std::fill(x32.begin(), x32.end(), 0.0f);
+          for (int64_t o = 0; o < out_sz; ++o) x32[size_t(ip[o])] = g32[size_t(o)] + 0.0f;
+          cpu::narrow(x32.data(), gx + p * in_sz, in_sz);
+        }
+      }
+      return;
+    }
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < planes; ++p) {
       T *xp = gx + p * in_sz;
