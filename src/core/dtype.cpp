@@ -31,67 +31,6 @@ const char *dtype_name(DType t) noexcept {
 
 bool dtype_valid(int t) noexcept { return t >= MIXP_F32 && t <= MIXP_BOOL; }
 
-namespace {
-// Rounds |d| to a binary format with `mant` stored mantissa bits and
-// exponent bias `bias` (max biased exponent 2*bias+1 is inf/NaN), once,
-// to nearest even. Returns the magnitude bits.
-uint16_t round_magnitude(double a, int mant, int bias) noexcept {
-  const int min_exp = 1 - bias;  // exponent of the smallest normal
-  if (a < std::ldexp(1.0, min_exp)) {
-    // Subnormal: a multiple of 2^(min_exp - mant). Scaling by a power of two
-    // is exact, and nearbyint rounds to nearest even in the default mode.
-    return uint16_t(std::nearbyint(std::ldexp(a, mant - min_exp)));
-  }
-  int ex;
-  std::frexp(a, &ex);
-  int e = ex - 1;  // a in [2^e, 2^(e+1))
-  double q = std::nearbyint(std::ldexp(a, mant - e));
-  if (q == std::ldexp(1.0, mant + 1)) {
-    ++e;
-    q = std::ldexp(1.0, mant);
-  }
-  const int biased = e + bias;
-  if (biased >= 2 * bias + 1) return uint16_t(((2 * bias + 1) << mant));  // overflow: inf
-  return uint16_t((biased << mant) | (uint32_t(q) - (1u << mant)));
-}
-}  // namespace
-
-// Rounds the magnitude bits `u` of a finite double whose result is a normal
-// (or overflowing) value of a format with `mant` mantissa bits and exponent
-// bias `bias`: rebias the exponent, then round the 52-bit mantissa to `mant`
-// bits to nearest even on the integer, letting a carry bump the exponent.
-static inline uint64_t round_normal(uint64_t u, int mant, int bias) noexcept {
-  const int drop = 52 - mant;
-  const uint64_t v = u - (uint64_t(1023 - bias) << 52);
-  return (v + ((uint64_t(1) << (drop - 1)) - 1) + ((v >> drop) & 1)) >> drop;
-}
-
-uint16_t f64_to_f16_bits(double d) noexcept {
-  uint64_t u;
-  std::memcpy(&u, &d, 8);
-  const uint16_t sign = uint16_t((u >> 48) & 0x8000u);
-  u &= 0x7fffffffffffffffull;
-  if (u >= 0x7ff0000000000000ull) return uint16_t(sign | (u > 0x7ff0000000000000ull ? 0x7e00u : 0x7c00u));
-  if (u >= 0x3f10000000000000ull) {  // |d| >= 2^-14: a normal half or overflow
-    const uint64_t h = round_normal(u, 10, 15);
-    return uint16_t(sign | (h >= 0x7c00u ? 0x7c00u : h));
-  }
-  return uint16_t(sign | round_magnitude(std::fabs(d), 10, 15));
-}
-
-uint16_t f64_to_bf16_bits(double d) noexcept {
-  uint64_t u;
-  std::memcpy(&u, &d, 8);
-  const uint16_t sign = uint16_t((u >> 48) & 0x8000u);
-  u &= 0x7fffffffffffffffull;
-  if (u >= 0x7ff0000000000000ull) return uint16_t(sign | (u > 0x7ff0000000000000ull ? 0x7fc0u : 0x7f80u));
-  if (u >= 0x3810000000000000ull) {  // |d| >= 2^-126: a normal bf16 or overflow
-    const uint64_t h = round_normal(u, 7, 127);
-    return uint16_t(sign | (h >= 0x7f80u ? 0x7f80u : h));
-  }
-  return uint16_t(sign | round_magnitude(std::fabs(d), 7, 127));
-}
-
 double element_to_double(const void *p, DType t) noexcept {
   switch (t) {
     case MIXP_F32: { float v; std::memcpy(&v, p, 4); return v; }

@@ -2,6 +2,7 @@
 // 16-bit float formats (round-to-nearest-even, overflow to inf, subnormals
 // and NaN preserved).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -67,7 +68,31 @@ inline float f16_bits_to_f32(uint16_t h) noexcept {
   std::memcpy(&f, &u, 4);
   return f;
 }
-uint16_t f64_to_f16_bits(double d) noexcept;
+// d rounded to float toward zero, its last bit set when that dropped
+// anything ("round to odd"): rounding the result once more, to a format
+// with at least two fewer mantissa bits, gives d correctly rounded, as if
+// once. Branch-free like the conversions above, so loops that store double
+// results as halves (softmax's) vectorise; checked against an exact
+// integer rounding on 2e8 doubles, with and without FTZ/DAZ.
+inline float f64_to_f32_round_odd(double d) noexcept {
+  float f = float(d);
+  const double back = double(f);
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  const bool inexact = back != d;  // NaN too; its bits are replaced by the callers
+  b = inexact && std::fabs(back) > std::fabs(d) ? b - 1u : b;  // rounded away: one step back
+  b = inexact ? (b | 1u) : b;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+inline uint16_t f64_to_f16_bits(double d) noexcept {
+  uint64_t u;
+  std::memcpy(&u, &d, 8);
+  const uint16_t sign = uint16_t((u >> 48) & 0x8000u);
+  // (A flushed float below 2^-126 still rounds to the right half: zero.)
+  const uint16_t h = f32_to_f16_bits(f64_to_f32_round_odd(d));
+  return d != d ? uint16_t(sign | 0x7e00u) : h;
+}
 inline float bf16_bits_to_f32(uint16_t h) noexcept {
   uint32_t u = uint32_t(h) << 16;
   float f;
@@ -82,7 +107,19 @@ inline uint16_t f32_to_bf16_bits(float f) noexcept {
   const uint32_t quiet_nan = (u >> 16) | 0x40u;  // keeps sign and top payload bits
   return uint16_t((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
 }
-uint16_t f64_to_bf16_bits(double d) noexcept;
+inline uint16_t f64_to_bf16_bits(double d) noexcept {
+  uint64_t u;
+  std::memcpy(&u, &d, 8);
+  const uint16_t sign = uint16_t((u >> 48) & 0x8000u);
+  const double a = std::fabs(d);
+  // bf16 subnormals (below 2^-126) are multiples of 2^-133, rounded here in
+  // double (a thread with FTZ set would flush the float in between): adding
+  // and subtracting 2^52 rounds to nearest even; 128 is the smallest normal.
+  const bool tiny = a < 0x1p-126;
+  const uint16_t sub = uint16_t(((tiny ? a : 0.0) * 0x1p133 + 0x1p52) - 0x1p52);
+  const uint16_t h = f32_to_bf16_bits(f64_to_f32_round_odd(a));
+  return d != d ? uint16_t(sign | 0x7fc0u) : uint16_t(sign | (tiny ? sub : h));
+}
 
 // Storage types for the 16-bit formats, distinct so templates can dispatch.
 struct f16 {
