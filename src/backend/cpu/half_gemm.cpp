@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "backend/cpu/cpu_features.hpp"
+#include "backend/cpu/simd.hpp"
 #include "core/dtype.hpp"
 
 namespace mixp::cpu {
@@ -25,12 +26,13 @@ namespace mixp::cpu {
 bool half_gemm_chosen() noexcept {
   static const bool ok = [] {
     const CpuFeatures &f = cpu_features();
-    const int isa = int(dnnl_get_effective_cpu_isa()), avx2 = int(dnnl_cpu_isa_avx2),
-              avx512 = int(dnnl_cpu_isa_avx512_core);
-    return f.avx2 && f.fma && f.f16c && (isa & avx2) == avx2 && (isa & avx512) != avx512;
+    const int isa = int(dnnl_get_effective_cpu_isa()), avx2 = int(dnnl_cpu_isa_avx2);
+    return f.avx2 && f.fma && f.f16c && (isa & avx2) == avx2;
   }();
   return ok;
 }
+
+bool half_gemm_wide() noexcept { return kernel_isa() == KernelIsa::avx512; }
 
 namespace {
 
@@ -198,6 +200,27 @@ MIXP_AVX2 void kernel_6x16(int64_t kc, const float *a, const float *b, float *ac
   _mm256_store_ps(acc + 88, c51);
 }
 
+#define MIXP_AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
+
+// acc[12][16] (64-byte aligned): two 6-row A panels against one B panel,
+// one zmm accumulator per row of C (12 independent FMA chains, enough to
+// cover the FMA latency on two ports). Each element of C sees the same FMAs
+// in the same order as in kernel_6x16, so results are the same bits.
+MIXP_AVX512 void kernel_12x16(int64_t kc, const float *a0, const float *a1, const float *b, float *acc) {
+  __m512 c[12];
+#pragma GCC unroll 12
+  for (int i = 0; i < 12; ++i) c[i] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; ++p, a0 += kAS, a1 += kAS, b += kNR) {
+    const __m512 bv = _mm512_load_ps(b);
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; ++i) c[i] = _mm512_fmadd_ps(_mm512_set1_ps(a0[i]), bv, c[i]);
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; ++i) c[6 + i] = _mm512_fmadd_ps(_mm512_set1_ps(a1[i]), bv, c[6 + i]);
+  }
+#pragma GCC unroll 12
+  for (int i = 0; i < 12; ++i) _mm512_store_ps(acc + 16 * i, c[i]);
+}
+
 // The part of C one thread computes: rows [m0, m1) and columns [n0, n1) of
 // every matrix in [b0, b1) of the batch. Threads share nothing they write
 // (each packs the panels it reads itself), so a product needs no barrier:
@@ -274,8 +297,16 @@ struct Matrix {
 
   MIXP_AVX2 void tiles(int64_t jp, int64_t mpanels) {
     const int64_t j0 = jc + jp * kNR, w = std::min(kNR, jc + nc - j0);
-    alignas(32) float acc[kMR * kNR];
-    for (int64_t ip = 0; ip < mpanels; ++ip) {
+    alignas(64) float acc[2 * kMR * kNR];
+    int64_t ip = 0;
+    if (half_gemm_wide())
+      for (; ip + 2 <= mpanels; ip += 2) {
+        const int64_t i0 = ic + ip * kMR;
+        kernel_12x16(kc, buf.a + ip * kc * kAS, buf.a + (ip + 1) * kc * kAS, buf.b + jp * kc * kNR, acc);
+        store_tile(acc, i0, kMR, j0, w);
+        store_tile(acc + kMR * kNR, i0 + kMR, std::min(kMR, ic + mc - i0 - kMR), j0, w);
+      }
+    for (; ip < mpanels; ++ip) {
       const int64_t i0 = ic + ip * kMR;
       kernel_6x16(kc, buf.a + ip * kc * kAS, buf.b + jp * kc * kNR, acc);
       store_tile(acc, i0, std::min(kMR, ic + mc - i0), j0, w);

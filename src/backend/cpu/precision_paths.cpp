@@ -14,6 +14,7 @@ PrecisionPaths detect_paths() {
   const CpuFeatures &f = cpu_features();
   const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
   PrecisionPaths p;
+  const char *kernel = half_gemm_wide() ? "AVX-512" : "AVX2";
   p.fp32 = isa_has(isa, dnnl_cpu_isa_avx512_core) ? "oneDNN on AVX-512"
            : isa_has(isa, dnnl_cpu_isa_avx2)      ? "oneDNN on AVX2/FMA"
                                                   : "oneDNN on SSE4.1";
@@ -24,13 +25,13 @@ PrecisionPaths detect_paths() {
     p.bf16 = "oneDNN on AVX512-BF16 dot products";
     p.bf16_faster = true;
   } else if (half_gemm_chosen()) {
-    p.bf16 = "converted while packed for mixp's AVX2 kernel, fp32 accumulation, rounded once (no bf16 unit in use)";
+    p.bf16 = std::string("converted while packed for mixp's ") + kernel + " kernel, fp32 accumulation, rounded once (no bf16 unit in use)";
   } else {
     p.bf16 = "computed in fp32 and rounded once, no bf16 unit being in use";
   }
   p.f16 = half_gemm_chosen()
-              ? "converted while packed for mixp's AVX2 kernel, fp32 accumulation, rounded once (oneDNN 2.6 has no "
-                "f16 matmul)"
+              ? std::string("converted while packed for mixp's ") + kernel +
+                    " kernel, fp32 accumulation, rounded once (oneDNN 2.6 has no f16 matmul)"
               : "computed in fp32 and rounded once, oneDNN 2.6 having no f16 matmul";
   return p;
 }
