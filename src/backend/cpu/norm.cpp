@@ -77,25 +77,27 @@ void row_sums(int64_t inner, F f, double *out) {
   cpu::run_kernel([&]() MIXP_KERNEL_BODY { cpu::lane_sums<K>(inner, f, out); });
 }
 
-// Half rows are widened into a per-thread float buffer (slot 0 or 1) before
-// the sums read them (half_convert.hpp; the double sums vectorise better
-// over floats, and f16 converts in hardware): row_t<T> is what they see.
-template <class T>
-using row_t = std::conditional_t<cpu::is_half_v<T>, float, T>;
-
-template <class T>
-const row_t<T> *widen_row(const T *p, int64_t n, int slot) {
+// Calls f(row) with the n elements at p as they are or, for half types and
+// rows long enough to pay for the copy, widened into this thread's float
+// buffer `slot` (0 or 1; half_convert.hpp: the double sums vectorise better
+// over floats, and f16 converts in hardware). Short rows (NHWC's rows of
+// one element) read the halves in place. f reads its row with load<>.
+template <class T, class F>
+void with_row(const T *p, int64_t n, int slot, F &&f) {
   if constexpr (cpu::is_half_v<T>) {
-    thread_local std::vector<float> buf[2];
-    std::vector<float> &v = buf[slot];
-    if (v.size() < size_t(n)) v.resize(size_t(n));
-    float *b = v.data();
-    cpu::widen(p, b, n);
-    return b;
-  } else {
-    return p;
+    if (n >= 32) {
+      thread_local std::vector<float> buf[2];
+      std::vector<float> &v = buf[slot];
+      if (v.size() < size_t(n)) v.resize(size_t(n));
+      cpu::widen(p, v.data(), n);
+      return f(static_cast<const float *>(v.data()));
+    }
   }
+  f(p);
 }
+
+template <class P>
+using elem_t = std::remove_cv_t<std::remove_pointer_t<P>>;
 
 // Statistics live in F32 (F64 for F64 data); S is their storage type.
 template <class S>
@@ -126,23 +128,26 @@ void bn_stats(const View &xv, int64_t outer, int64_t c, int64_t inner, double ep
   const T *x = static_cast<const T *>(xv.data);
   const double m = double(outer * inner);
   std::vector<double> sum(static_cast<size_t>(c)), sq(static_cast<size_t>(c));
-  using R = row_t<T>;
   channel_sums<1>(outer, c, inner, [&](int64_t o, int64_t ch, double *acc) {
-    const R *row = widen_row(x + (o * c + ch) * inner, inner, 0);
-    double s = 0.0;
-    row_sums<1>(inner, [&](int64_t i, double *v) { v[0] = double(load<R>(row[i])); }, &s);
-    acc[0] += s;
+    with_row(x + (o * c + ch) * inner, inner, 0, [&](const auto *row) {
+      using R = elem_t<decltype(row)>;
+      double s = 0.0;
+      row_sums<1>(inner, [&](int64_t i, double *v) { v[0] = double(load<R>(row[i])); }, &s);
+      acc[0] += s;
+    });
   }, sum.data());
   for (int64_t ch = 0; ch < c; ++ch) sum[size_t(ch)] /= m;
   channel_sums<1>(outer, c, inner, [&](int64_t o, int64_t ch, double *acc) {
-    const R *row = widen_row(x + (o * c + ch) * inner, inner, 0);
     const double mu = sum[size_t(ch)];
-    double s = 0.0;
-    row_sums<1>(inner, [&](int64_t i, double *v) {
-      const double d = double(load<R>(row[i])) - mu;
-      v[0] = d * d;
-    }, &s);
-    acc[0] += s;
+    with_row(x + (o * c + ch) * inner, inner, 0, [&](const auto *row) {
+      using R = elem_t<decltype(row)>;
+      double s = 0.0;
+      row_sums<1>(inner, [&](int64_t i, double *v) {
+        const double d = double(load<R>(row[i])) - mu;
+        v[0] = d * d;
+      }, &s);
+      acc[0] += s;
+    });
   }, sq.data());
   S *mean = stat_ptr<S>(mv), *var = stat_ptr<S>(vv), *invstd = stat_ptr<S>(iv);
   for (int64_t ch = 0; ch < c; ++ch) {
@@ -160,7 +165,7 @@ void bn_stats(const View &xv, int64_t outer, int64_t c, int64_t inner, double ep
 template <class T, class F>
 void per_channel_map(int64_t outer, int64_t c, int64_t inner, const T *a, const T *b, T *out, F f) {
   using A = acc_t<T>;
-  using R = row_t<T>;
+  using R = std::conditional_t<cpu::is_half_v<T>, float, T>;
   // Elements [base, base + n), element i of channel chan(i).
   auto row = [&](int64_t base, int64_t n, auto chan) {
     auto loop = [&](const R *ra, const R *rb, R *ro, int64_t len, int64_t first) {
@@ -228,17 +233,21 @@ void bn_backward(const View &xv, const View &gyv, int64_t outer, int64_t c, int6
   if (need_sums)
     channel_sums<2>(outer, c, inner, [&](int64_t o, int64_t ch, double *acc) {
       const int64_t base = (o * c + ch) * inner;
-      using R = row_t<T>;
-      const R *gr = widen_row(gy + base, inner, 0), *xr = widen_row(x + base, inner, 1);
       const double mu = double(mean[ch]);
-      double s[2] = {0.0, 0.0};
-      row_sums<2>(inner, [&](int64_t i, double *v) {
-        const double g = double(load<R>(gr[i]));
-        v[0] = g;
-        v[1] = g * (double(load<R>(xr[i])) - mu);
-      }, s);
-      acc[0] += s[0];
-      acc[1] += s[1];
+      with_row(gy + base, inner, 0, [&](const auto *gr) {
+        with_row(x + base, inner, 1, [&](const auto *xr) {
+          using G = elem_t<decltype(gr)>;
+          using X = elem_t<decltype(xr)>;
+          double s[2] = {0.0, 0.0};
+          row_sums<2>(inner, [&](int64_t i, double *v) {
+            const double g = double(load<G>(gr[i]));
+            v[0] = g;
+            v[1] = g * (double(load<X>(xr[i])) - mu);
+          }, s);
+          acc[0] += s[0];
+          acc[1] += s[1];
+        });
+      });
     }, sums.data());
   for (int64_t ch = 0; ch < c; ++ch) {
     if (gwv) static_cast<double *>(gwv->data)[ch] = sums[size_t(2 * ch + 1)] * double(invstd[ch]);
