@@ -164,7 +164,8 @@ static void test_matmul_half_exact(void **state) {
 /* ---- the blocked half kernel --------------------------------------------------------- */
 
 /* Shapes that reach every part of the CPU's blocked half GEMM (6x16 tiles,
- * k blocks of up to 1024, row blocks of 144, column blocks of 1024): full
+ * taken two at a time as 12x16 where the kernels run AVX-512, so odd panel
+ * counts leave a 6x16 one; k blocks of up to 1024, row blocks of 144, column blocks of 1024): full
  * and partial tiles, one and several k blocks (fp32 partial sums), several
  * row and column blocks, and each operand row-major or transposed (the in-register transposes while packing). The
  * bound is the rigorous one for fp32 accumulation, K * 2^-24 * sum|a||b|,
