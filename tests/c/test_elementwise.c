@@ -409,6 +409,58 @@ static void test_binary_strided_operands(void **state) {
   mixp_session_destroy(s);
 }
 
+/* Contiguous half operands run through float tiles (F16C for f16 in the
+ * AVX2/AVX-512 kernels), strided ones element by element with the software
+ * conversion: both must give the same bits, NaNs and infinities included. */
+static void expect_same_bits(const mixp_tensor *a, const mixp_tensor *b, const char *what) {
+  const int64_t n = mixp_tensor_numel(a);
+  assert_int_equal(n, mixp_tensor_numel(b));
+  double *x = mt_values(a), *y = mt_values(b);
+  for (int64_t i = 0; i < n; ++i)
+    if (!(x[i] == y[i] && signbit(x[i]) == signbit(y[i])) && !(isnan(x[i]) && isnan(y[i]))) {
+      print_error("%s %s element %lld: %.9g strided, %.9g contiguous\n", what,
+                  mixp_dtype_name(mixp_tensor_dtype(a)), (long long)i, x[i], y[i]);
+      fail();
+    }
+  free(x);
+  free(y);
+}
+
+static void test_half_layouts_same_bits(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  const int64_t rows = 37, cols = 1031, n = rows * cols; /* odd sizes reach the tiles' tails */
+  int64_t shape[2] = {rows, cols}, tshape[2] = {cols, rows};
+  double *v = malloc((size_t)n * sizeof(double)), *w = malloc((size_t)n * sizeof(double));
+  mt_fill(v, n, -12, 12, 21);
+  mt_fill(w, n, -3, 3, 22);
+  v[5] = NAN, v[77] = INFINITY, v[901] = -INFINITY, v[1000] = -0.0, v[2000] = 1e-7, v[3000] = 70000.0;
+  for (int d = 2; d < 4; ++d) {
+    mixp_dtype dt = float_dtypes[d];
+    mixp_tensor *x = mt_tensor(s, dt, v, shape, 2), *other = mt_tensor(s, dt, w, tshape, 2);
+    mixp_tensor *xt = NULL, *xc = NULL;
+    MT_OK(mixp_transpose(x, 0, 1, &xt));
+    MT_OK(mixp_contiguous(xt, &xc));
+    mixp_tensor *a = NULL, *b = NULL;
+    MT_OK(mixp_gelu(xt, MIXP_GELU_TANH, &a));
+    MT_OK(mixp_gelu(xc, MIXP_GELU_TANH, &b));
+    expect_same_bits(a, b, "gelu");
+    mixp_tensor_release(a), mixp_tensor_release(b);
+    MT_OK(mixp_exp(xt, &a));
+    MT_OK(mixp_exp(xc, &b));
+    expect_same_bits(a, b, "exp");
+    mixp_tensor_release(a), mixp_tensor_release(b);
+    MT_OK(mixp_mul(xt, other, &a));
+    MT_OK(mixp_mul(xc, other, &b));
+    expect_same_bits(a, b, "mul");
+    mixp_tensor_release(a), mixp_tensor_release(b);
+    mixp_tensor_release(x), mixp_tensor_release(other), mixp_tensor_release(xt), mixp_tensor_release(xc);
+  }
+  free(v);
+  free(w);
+  mixp_session_destroy(s);
+}
+
 /* ---- gradients ----------------------------------------------------------------- */
 
 typedef struct unary_ctx {
@@ -654,6 +706,7 @@ int main(void) {
       cmocka_unit_test(test_unary_special_values),
       cmocka_unit_test(test_binary_forward_broadcast),
       cmocka_unit_test(test_binary_strided_operands),
+      cmocka_unit_test(test_half_layouts_same_bits),
       cmocka_unit_test(test_unary_gradcheck),
       cmocka_unit_test(test_binary_gradcheck),
       cmocka_unit_test(test_unary_backward_all_dtypes),
