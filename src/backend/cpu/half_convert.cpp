@@ -10,15 +10,12 @@
 namespace mixp::cpu {
 namespace {
 
-void f16_to_f32_soft(const f16 *s, float *d, int64_t n) noexcept {
+// d[i] = s[i] through the software conversions of core/dtype.hpp, in the
+// multi-versioned kernels (a shift each way for bf16).
+template <class S, class D>
+void convert_soft(const S *s, D *d, int64_t n) noexcept {
   run_kernel([&]() MIXP_KERNEL_BODY {
-    for (int64_t i = 0; i < n; ++i) d[i] = f16_bits_to_f32(s[i].bits);
-  });
-}
-
-void f32_to_f16_soft(const float *s, f16 *d, int64_t n) noexcept {
-  run_kernel([&]() MIXP_KERNEL_BODY {
-    for (int64_t i = 0; i < n; ++i) d[i].bits = f32_to_f16_bits(s[i]);
+    for (int64_t i = 0; i < n; ++i) d[i] = store<D>(load<S>(s[i]));
   });
 }
 
@@ -48,26 +45,18 @@ void f16_to_f32(const f16 *s, float *d, int64_t n) noexcept {
 #ifdef MIXP_F16C_LOOPS
   if (kernel_isa() != KernelIsa::baseline) return f16_to_f32_f16c(s, d, n);
 #endif
-  f16_to_f32_soft(s, d, n);
+  convert_soft(s, d, n);
 }
 
-void bf16_to_f32(const bf16 *s, float *d, int64_t n) noexcept {
-  run_kernel([&]() MIXP_KERNEL_BODY {
-    for (int64_t i = 0; i < n; ++i) d[i] = bf16_bits_to_f32(s[i].bits);
-  });
-}
+void bf16_to_f32(const bf16 *s, float *d, int64_t n) noexcept { convert_soft(s, d, n); }
 
-void f32_to_bf16(const float *s, bf16 *d, int64_t n) noexcept {
-  run_kernel([&]() MIXP_KERNEL_BODY {
-    for (int64_t i = 0; i < n; ++i) d[i].bits = f32_to_bf16_bits(s[i]);
-  });
-}
+void f32_to_bf16(const float *s, bf16 *d, int64_t n) noexcept { convert_soft(s, d, n); }
 
 void f32_to_f16(const float *s, f16 *d, int64_t n) noexcept {
 #ifdef MIXP_F16C_LOOPS
   if (kernel_isa() != KernelIsa::baseline) return f32_to_f16_f16c(s, d, n);
 #endif
-  f32_to_f16_soft(s, d, n);
+  convert_soft(s, d, n);
 }
 
 }  // namespace mixp::cpu
