@@ -8,10 +8,10 @@
 // kernel versions stay bitwise equal.
 //
 // f16 loops that would otherwise convert element by element run over tiles
-// of kHalfTile elements: widen the f16 operands into float tiles, run the
-// same float loop, round the result tile back (half_tiles below).
+// of kHalfTile elements (elementwise.cpp, amp.cpp, optim.cpp, norm.cpp):
+// widen the f16 operands into float tiles, run the same float loop, round
+// the result tile back.
 #pragma once
-#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
