@@ -90,42 +90,113 @@ inline void thread_share(int64_t n, int64_t &b, int64_t &e) noexcept {
   e = std::min(n, b + chunk);
 }
 
-template <class P>
-void sgd_typed(const ParamArgs &pa, const SgdArgs &a) {
+// The per-element SGD update; like AdamLoop below, the options fixed for
+// the whole step are template parameters so that the loop has no branches
+// and runs vectorised in the multi-versioned kernels.
+template <class P, bool kWd, bool kMomentum, bool kNesterov, bool kInit>
+struct SgdLoop {
   using T = typename P::T;
   using A = typename P::A;
   using S = typename P::S;
-  using G = typename P::G;
-  T *param = static_cast<T *>(pa.param);
-  float *master = static_cast<float *>(pa.master);
-  const G *grad = static_cast<const G *>(pa.grad);
-  S *buf = static_cast<S *>(pa.buf1);
-  const int64_t n = pa.n;
-  const A lr = A(a.lr), mom = A(a.momentum), damp1 = A(1.0 - a.dampening), wd = A(a.weight_decay);
-  const bool use_momentum = a.momentum != 0.0, has_wd = a.weight_decay != 0.0;
-  const bool nesterov = a.nesterov, init = *pa.step == 0.0;
-#pragma omp parallel if (n >= kParallelMin)
-  {
-    FlushDenormals ftz;  // per thread: MXCSR is thread state
-    int64_t begin, end;
-    thread_share(n, begin, end);
-    over_tiles<P::kStochastic>(pa, begin, end, [&](int64_t b, int64_t e, const uint32_t *words) {
-      for (int64_t i = b; i < e; ++i) {
+  A lr, mom, damp1, wd;
+
+  // Elements [0, n) of the arrays given; words[i]: element i's
+  // stochastic-rounding word (kStochastic only). PT and GT are the storage
+  // of param and grad: T and G, or float tiles of them (f16).
+  template <class PT, class GT>
+  void run(int64_t n, const uint32_t *__restrict words, PT *__restrict param, float *__restrict master,
+           const GT *__restrict grad, S *__restrict buf) const {
+    cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+      for (int64_t i = 0; i < n; ++i) {
         A p;
-        if constexpr (P::kMaster) p = master[i]; else p = load<T>(param[i]);
-        A d = load<G>(grad[i]);
-        if (has_wd) d = d + wd * p;
-        if (use_momentum) {
-          A m = init ? d : load<S>(buf[i]) * mom + damp1 * d;
+        if constexpr (P::kMaster) p = master[i]; else p = load<PT>(param[i]);
+        A d = load<GT>(grad[i]);
+        if constexpr (kWd) d = d + wd * p;
+        if constexpr (kMomentum) {
+          A m;
+          if constexpr (kInit) m = d; else m = load<S>(buf[i]) * mom + damp1 * d;
           buf[i] = store<S>(m);
-          d = nesterov ? d + mom * m : m;
+          if constexpr (kNesterov) d = d + mom * m; else d = m;
         }
         const A r = p - lr * d;
         if constexpr (P::kMaster) master[i] = r;
-        param[i] = round_param<P>(r, words ? words[i - b] : 0u);
+        if constexpr (P::kStochastic) param[i] = round_param<P>(r, words[i]);
+        else param[i] = store<PT>(r);
       }
     });
   }
+};
+
+// Runs loop over this thread's share of the parameter: f16 through float
+// tiles of the parameter and gradient (half_convert.hpp; f16 is never
+// rounded stochastically), other types directly, in tiles of
+// stochastic-rounding words where asked. `state` are the optimizer's state
+// arrays, passed on after the gradient, each offset like the parameter.
+// p + b, or null for an absent array (SGD without momentum has no buffer).
+template <class E>
+E *offset(E *p, int64_t b) noexcept {
+  return p ? p + b : nullptr;
+}
+
+template <class P, class Loop, class... State>
+void run_share(const ParamArgs &pa, const Loop &loop, int64_t begin, int64_t end, State *...state) {
+  using G = typename P::G;
+  typename P::T *param = static_cast<typename P::T *>(pa.param);
+  float *master = static_cast<float *>(pa.master);
+  const G *grad = static_cast<const G *>(pa.grad);
+  if constexpr (std::is_same_v<typename P::T, f16>) {
+    alignas(64) float tp[cpu::kHalfTile], tg[cpu::kHalfTile];
+    for (int64_t b = begin; b < end; b += cpu::kHalfTile) {
+      const int64_t k = std::min(cpu::kHalfTile, end - b);
+      if constexpr (!P::kMaster) cpu::f16_to_f32(param + b, tp, k);
+      float *mb = offset(master, b);
+      if constexpr (std::is_same_v<G, f16>) {
+        cpu::f16_to_f32(grad + b, tg, k);
+        loop.run(k, nullptr, tp, mb, tg, offset(state, b)...);
+      } else {
+        loop.run(k, nullptr, tp, mb, grad + b, offset(state, b)...);
+      }
+      cpu::f32_to_f16(tp, param + b, k);
+    }
+  } else {
+    over_tiles<P::kStochastic>(pa, begin, end, [&](int64_t b, int64_t e, const uint32_t *words) {
+      loop.run(e - b, words, param + b, offset(master, b), grad + b, offset(state, b)...);
+    });
+  }
+}
+
+// Calls f(std::bool_constant<on>{}).
+template <class F>
+void with_flag(bool on, F &&f) {
+  if (on) f(std::true_type{});
+  else f(std::false_type{});
+}
+
+template <class P>
+void sgd_typed(const ParamArgs &pa, const SgdArgs &a) {
+  using A = typename P::A;
+  using S = typename P::S;
+  S *buf = static_cast<S *>(pa.buf1);
+  const int64_t n = pa.n;
+  const bool use_momentum = a.momentum != 0.0, has_wd = a.weight_decay != 0.0;
+  with_flag(has_wd, [&](auto wd) {
+    with_flag(use_momentum, [&](auto momentum) {
+      with_flag(use_momentum && a.nesterov, [&](auto nesterov) {
+        with_flag(use_momentum && *pa.step == 0.0, [&](auto init) {
+          const SgdLoop<P, decltype(wd)::value, decltype(momentum)::value, decltype(nesterov)::value,
+                        decltype(init)::value>
+              loop{A(a.lr), A(a.momentum), A(1.0 - a.dampening), A(a.weight_decay)};
+#pragma omp parallel if (n >= kParallelMin)
+          {
+            FlushDenormals ftz;  // per thread: MXCSR is thread state
+            int64_t begin, end;
+            thread_share(n, begin, end);
+            run_share<P>(pa, loop, begin, end, buf);
+          }
+        });
+      });
+    });
+  });
   *pa.step += 1.0;
 }
 
@@ -142,7 +213,7 @@ struct AdamLoop {
 
   // Updates elements [0, n) of the arrays given; words[i]: element i's
   // stochastic-rounding word (kStochastic only). PT and GT are the storage
-  // of param and grad: T and G, or float tiles of them (adam_run).
+  // of param and grad: T and G, or float tiles of them (run_share).
   template <class PT, class GT>
   void run(int64_t n, const uint32_t *__restrict words, PT *__restrict param, float *__restrict master,
            const GT *__restrict grad, S *__restrict exp_avg, S *__restrict exp_avg_sq) const {
@@ -172,39 +243,14 @@ struct AdamLoop {
 
 template <class Loop, class P>
 void adam_run(const ParamArgs &pa, const Loop &loop) {
-  using G = typename P::G;
   using S = typename P::S;
-  typename P::T *param = static_cast<typename P::T *>(pa.param);
-  float *master = static_cast<float *>(pa.master);
-  const G *grad = static_cast<const G *>(pa.grad);
   const int64_t n = pa.n;
 #pragma omp parallel if (n >= kParallelMin)
   {
     FlushDenormals ftz;  // per thread: MXCSR is thread state
     int64_t begin, end;
     thread_share(n, begin, end);
-    S *m = static_cast<S *>(pa.buf1), *v = static_cast<S *>(pa.buf2);
-    if constexpr (std::is_same_v<typename P::T, f16>) {
-      // Float tiles of the f16 parameter and gradient (half_convert.hpp);
-      // f16 is never rounded stochastically.
-      alignas(64) float tp[cpu::kHalfTile], tg[cpu::kHalfTile];
-      for (int64_t b = begin; b < end; b += cpu::kHalfTile) {
-        const int64_t k = std::min(cpu::kHalfTile, end - b);
-        if constexpr (!P::kMaster) cpu::f16_to_f32(param + b, tp, k);
-        float *mb = P::kMaster ? master + b : nullptr;
-        if constexpr (std::is_same_v<G, f16>) {
-          cpu::f16_to_f32(grad + b, tg, k);
-          loop.run(k, nullptr, tp, mb, tg, m + b, v + b);
-        } else {
-          loop.run(k, nullptr, tp, mb, grad + b, m + b, v + b);
-        }
-        cpu::f32_to_f16(tp, param + b, k);
-      }
-    } else {
-      over_tiles<P::kStochastic>(pa, begin, end, [&](int64_t b, int64_t e, const uint32_t *words) {
-        loop.run(e - b, words, param + b, P::kMaster ? master + b : nullptr, grad + b, m + b, v + b);
-      });
-    }
+    run_share<P>(pa, loop, begin, end, static_cast<S *>(pa.buf1), static_cast<S *>(pa.buf2));
   }
 }
 
