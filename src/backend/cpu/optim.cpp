@@ -127,17 +127,17 @@ struct SgdLoop {
   }
 };
 
-// Runs loop over this thread's share of the parameter: f16 through float
-// tiles of the parameter and gradient (half_convert.hpp; f16 is never
-// rounded stochastically), other types directly, in tiles of
-// stochastic-rounding words where asked. `state` are the optimizer's state
-// arrays, passed on after the gradient, each offset like the parameter.
 // p + b, or null for an absent array (SGD without momentum has no buffer).
 template <class E>
 E *offset(E *p, int64_t b) noexcept {
   return p ? p + b : nullptr;
 }
 
+// Runs loop over this thread's share [begin, end) of the parameter: f16
+// through float tiles of the parameter and gradient (half_convert.hpp; f16
+// is never rounded stochastically), other types directly, in tiles of
+// stochastic-rounding words where asked. `state` are the optimizer's state
+// arrays, passed on after the gradient, each offset like the parameter.
 template <class P, class Loop, class... State>
 void run_share(const ParamArgs &pa, const Loop &loop, int64_t begin, int64_t end, State *...state) {
   using G = typename P::G;
