@@ -28,16 +28,10 @@ endif()
 list(APPEND common --data synthetic-images:1x8x8 --limit-test 300 --epochs 3 --threads 1 --seed 7)
 set(mpi ${MPIEXEC} --allow-run-as-root --oversubscribe -np 2)
 
-function(run name)
-  execute_process(COMMAND ${ARGN} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 200)
-  message("---- ${name}: ${ARGN}\n${out}${err}")
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "${name} failed (exit ${rc})")
-  endif()
-  string(REGEX MATCH "state: [^\n]*" line "${out}")
-  set(${name}_state "${line}" PARENT_SCOPE)
-  set(${name}_out "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/../resume_check.cmake)
+macro(run name)
+  run_train(${name} ${ARGN})
+endmacro()
 
 run(straight ${mpi} ${TRAIN} ${common} --dist --save ${WORK}/straight.safetensors)
 if(NOT straight_out MATCHES "dist: MPI \\([^\n]*\\), rank 0 of 2\n")
@@ -51,14 +45,8 @@ run(part2 ${mpi} ${TRAIN} ${common} --dist --resume ${WORK}/part1.safetensors --
 if(NOT part2_out MATCHES "resumed: [^\n]* at step 16, epoch 1 \\(16 batches into it\\)")
   message(FATAL_ERROR "part2 did not resume at step 16, after epoch 1")
 endif()
-if(NOT straight_state OR NOT straight_state STREQUAL part2_state)
-  message(FATAL_ERROR "resumed run differs:\n  straight: ${straight_state}\n  resumed:  ${part2_state}")
-endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${WORK}/straight.safetensors
-                        ${WORK}/resumed.safetensors RESULT_VARIABLE same)
-if(NOT same EQUAL 0)
-  message(FATAL_ERROR "the final checkpoints of the straight and the resumed 2-rank run differ")
-endif()
+expect_same_run("2-rank run" "${straight_state}" "${part2_state}" ${WORK}/straight.safetensors
+                ${WORK}/resumed.safetensors)
 
 # One process cannot continue a 2-rank run: refused, naming both configurations.
 execute_process(COMMAND ${TRAIN} ${common} --resume ${WORK}/part1.safetensors

@@ -38,17 +38,10 @@ else()
 endif()
 list(APPEND common --limit-train 1024 --limit-test 500 --batch 64 --epochs 3 --threads 2 --seed 5)
 
-function(run name)
-  execute_process(COMMAND ${TRAIN} ${common} ${ARGN} OUTPUT_VARIABLE out ERROR_VARIABLE err
-                  RESULT_VARIABLE rc)
-  message("---- ${name}: mixp-train ${ARGN}\n${out}${err}")
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "${name} failed (exit ${rc})")
-  endif()
-  string(REGEX MATCH "state: [^\n]*" line "${out}")
-  set(${name}_state "${line}" PARENT_SCOPE)
-  set(${name}_out "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/../resume_check.cmake)
+macro(run name)
+  run_train(${name} ${TRAIN} ${common} ${ARGN})
+endmacro()
 
 run(straight --save ${WORK}/straight.safetensors)
 run(part1 --save ${WORK}/part1.safetensors --max-steps ${K} --save-every ${EVERY})
@@ -60,14 +53,7 @@ if(NOT part2_out MATCHES "resumed: [^\n]* at ${resumed_at}")
   message(FATAL_ERROR "part2 did not resume at ${resumed_at}")
 endif()
 
-if(NOT straight_state STREQUAL part2_state)
-  message(FATAL_ERROR "resumed run differs:\n  straight: ${straight_state}\n  resumed:  ${part2_state}")
-endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${WORK}/straight.safetensors
-                        ${WORK}/resumed.safetensors RESULT_VARIABLE same)
-if(NOT same EQUAL 0)
-  message(FATAL_ERROR "the final checkpoints of the straight and the resumed run differ")
-endif()
+expect_same_run(run "${straight_state}" "${part2_state}" ${WORK}/straight.safetensors ${WORK}/resumed.safetensors)
 
 # Another configuration is refused, naming both.
 execute_process(COMMAND ${TRAIN} ${common} --batch 32 --resume ${WORK}/part1.safetensors
