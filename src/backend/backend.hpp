@@ -35,8 +35,8 @@ namespace mixp {
 // (v3: check_indices, scatter_dim. v4: the op table's enums, ScaleUpdate.rule. v5: batch_norm
 // parameters as stat Views, gw/gb F64. v6: sgd_step/adam_step over a list of parameters,
 // ParamArgs.buf1/buf2/state_dtype/stochastic, stochastic_round.hpp; count_values replaces
-// count_nonfinite. v7: device collectives.)
-inline constexpr uint32_t kBackendAbiVersion = 7;
+// count_nonfinite. v7: device collectives. v8: pool_index_dtype.)
+inline constexpr uint32_t kBackendAbiVersion = 8;
 
 // The reductions of Backend::all_reduce.
 enum class CollectiveOp { Sum, Max };
@@ -308,9 +308,12 @@ class Backend {
   // gw = the gradient with respect to the weight (overwritten, not accumulated).
   virtual void conv2d_backward_weights(const Conv2dGeom &g, const View &x, const View &gy,
                                        const View &gw) = 0;
-  // y = pooled x. For Max, `indices` (I64, y's shape) receives the position
-  // h * W + w of the first maximum in its input plane (NaN wins, as PyTorch);
-  // it is null for the averages.
+  // The dtype of max pooling's indices over g: I64, or I32 where the backend
+  // takes it (every in-plane position fits).
+  virtual DType pool_index_dtype(const Pool2dGeom &g) const noexcept = 0;
+  // y = pooled x. For Max, `indices` (pool_index_dtype(g), y's shape)
+  // receives the position h * W + w of the first maximum in its input plane
+  // (NaN wins, as PyTorch); it is null for the averages.
   virtual void pool2d(const Pool2dGeom &g, const View &x, const View &y, const View *indices) = 0;
   // gx (overwritten) from gy; Max routes each gradient to its saved index.
   virtual void pool2d_backward(const Pool2dGeom &g, const View &gy, const View *indices,

@@ -1,6 +1,7 @@
 // max_pool2d, avg_pool2d and adaptive_avg_pool2d on NCHW or NHWC input.
-// Max pooling keeps the position of each window's first maximum (I64) for
-// its backward pass; the averages need only the geometry.
+// Max pooling keeps the position of each window's first maximum (I32 or
+// I64, as the backend chooses: pool_index_dtype) for its backward pass; the
+// averages need only the geometry.
 #include <memory>
 #include <vector>
 
@@ -53,7 +54,7 @@ TensorPtr run_pool(OpScope &scope, const TensorPtr &x, const Pool2dGeom &g) {
   TensorPtr xc = contiguous(detach(*x));
   const Shape oshape = g.nhwc ? Shape{g.n, g.oh, g.ow, g.c} : Shape{g.n, g.c, g.oh, g.ow};
   TensorPtr y = empty(s, x->dtype, oshape);
-  TensorPtr idx = g.kind == PoolKind::Max ? empty(s, MIXP_I64, oshape) : TensorPtr();
+  TensorPtr idx = g.kind == PoolKind::Max ? empty(s, backend_of(*x).pool_index_dtype(g), oshape) : TensorPtr();
   if (y->numel() > 0) {
     const View iv = idx ? view_of(*idx) : View();
     backend_of(*x).pool2d(g, view_of(*xc), view_of(*y), idx ? &iv : nullptr);

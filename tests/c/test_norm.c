@@ -288,6 +288,53 @@ static void test_batch_norm_gradcheck(void **state) {
   mixp_session_destroy(s);
 }
 
+/* Rows of 32 or more elements per (sample, channel) take the one-pass
+ * statistics (each row's sum and centred squares, joined per channel):
+ * against the double reference on rows whose length is not a multiple of
+ * the vector lanes, also when the mean is large against the spread (the
+ * case two passes exist for), with the running statistics; and gradcheck. */
+static void test_batch_norm_long_rows(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  const int64_t shape[4] = {3, 2, 7, 9}, c = 2, n = 3 * 2 * 63;
+  const double offsets[2] = {0.0, 1000.0};
+  for (int k = 0; k < 2; ++k)
+    for (int d = 0; d < 4; ++d) {
+      const mixp_dtype dt = FLOATS[d];
+      const mixp_dtype sdt = dt == MIXP_F64 ? MIXP_F64 : MIXP_F32;
+      double x[378], y[378], mean[2], var[2], zeros[2] = {0, 0}, ones[2] = {1, 1};
+      mt_fill(x, n, -1.0, 2.0, 61 + (uint64_t)k);
+      for (int64_t i = 0; i < n; ++i) x[i] += offsets[k];
+      if (offsets[k] > 0 && (dt == MIXP_F16 || dt == MIXP_BF16)) continue; /* 1000 + noise is not representable */
+      mixp_tensor *xt = mt_tensor(s, dt, x, shape, 4), *out = NULL;
+      mixp_tensor *rm = mt_tensor(s, sdt, zeros, &c, 1), *rv = mt_tensor(s, sdt, ones, &c, 1);
+      double *xr = mt_values(xt);
+      ref_batch_norm(xr, 3, 2, 63, NULL, NULL, 1e-5, NULL, NULL, y, mean, var);
+      MT_OK(mixp_batch_norm(xt, NULL, NULL, rm, rv, 1, 1.0, 1e-5, MIXP_NCHW, &out));
+      double *got = mt_values(out), *gm = mt_values(rm), *gv = mt_values(rv);
+      mt_assert_close(got, y, n, tol_for(dt) * 4, tol_for(dt));
+      const double unbiased[2] = {var[0] * 189.0 / 188.0, var[1] * 189.0 / 188.0};
+      const double tol = sdt == MIXP_F64 ? 1e-12 : 1e-6;
+      mt_assert_close(gm, mean, 2, tol * (1.0 + offsets[k]), tol);
+      mt_assert_close(gv, unbiased, 2, tol, tol);
+      free(got);
+      free(gm);
+      free(gv);
+      free(xr);
+      mixp_tensor_release(out);
+      mixp_tensor_release(xt);
+      mixp_tensor_release(rm);
+      mixp_tensor_release(rv);
+    }
+  double x[160], w[2] = {0.75, 1.25}, b[2] = {0.1, -0.2};
+  const int64_t gshape[4] = {2, 2, 5, 8};
+  mt_fill(x, 160, -2.0, 2.0, 67);
+  bn_ctx ctx = {1, MIXP_NCHW, 1, NULL, NULL};
+  mt_input in[3] = {{x, gshape, 4, 1, MIXP_F64}, {w, &c, 1, 1, MIXP_F64}, {b, &c, 1, 1, MIXP_F64}};
+  mt_gradcheck(s, bn_fn, &ctx, in, 3, 1e-6, 1e-5);
+  mixp_session_destroy(s);
+}
+
 /* One training step of batch_norm on x of dtype xd with weight, bias and
  * running statistics of dtype pd; cast_x runs it as F32 on a cast copy of x
  * and casts the result back (what autocast did before batch_norm took
@@ -747,6 +794,7 @@ int main(void) {
       cmocka_unit_test(test_batch_norm_running_stats),
       cmocka_unit_test(test_batch_norm_failed_call_keeps_stats),
       cmocka_unit_test(test_batch_norm_gradcheck),
+      cmocka_unit_test(test_batch_norm_long_rows),
       cmocka_unit_test(test_batch_norm_backward_half),
       cmocka_unit_test(test_batch_norm_mixed_dtypes),
       cmocka_unit_test(test_layer_norm_forward),

@@ -81,6 +81,7 @@ class CpuBackend final : public Backend {
   void conv2d_backward_weights(const Conv2dGeom &g, const View &x, const View &gy,
                                const View &gw) override;
   void pool2d(const Pool2dGeom &g, const View &x, const View &y, const View *indices) override;
+  DType pool_index_dtype(const Pool2dGeom &g) const noexcept override;
   void pool2d_backward(const Pool2dGeom &g, const View &gy, const View *indices,
                        const View &gx) override;
 

@@ -1,7 +1,7 @@
 // Deterministic sums that vectorise: K sums of f(i) over [0, n) in double,
-// each kept in 8 interleaved lanes and the lanes added in a fixed order. The
-// result depends on n alone, not on the thread count or on which kernel
-// version (simd.hpp) runs; call it inside a run_kernel body.
+// each kept in L (8 or 16) interleaved lanes and the lanes added in a fixed
+// order. The result depends on n and L alone, not on the thread count or on
+// which kernel version (simd.hpp) runs; call it inside a run_kernel body.
 #pragma once
 #include <cstdint>
 
@@ -9,12 +9,13 @@
 
 namespace mixp::cpu {
 
-template <int K, class F>
+template <int K, class F, int L = 8>
 MIXP_KERNEL_BODY inline void lane_sums(int64_t n, F f, double *out) {
-  double acc[K][8] = {};
+  static_assert(L == 8 || L == 16, "the lanes are added in a tree of 8 or 16");
+  double acc[K][L] = {};
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) {
+  for (; i + L <= n; i += L)
+    for (int l = 0; l < L; ++l) {
       double v[K];
       f(i + l, v);
       for (int k = 0; k < K; ++k) acc[k][l] += v[k];
@@ -24,8 +25,11 @@ MIXP_KERNEL_BODY inline void lane_sums(int64_t n, F f, double *out) {
     f(i, v);
     for (int k = 0; k < K; ++k) acc[k][l] += v[k];
   }
-  for (int k = 0; k < K; ++k)
+  for (int k = 0; k < K; ++k) {
+    if constexpr (L == 16)
+      for (int l = 0; l < 8; ++l) acc[k][l] += acc[k][l + 8];
     out[k] = ((acc[k][0] + acc[k][1]) + (acc[k][2] + acc[k][3])) + ((acc[k][4] + acc[k][5]) + (acc[k][6] + acc[k][7]));
+  }
 }
 
 }  // namespace mixp::cpu

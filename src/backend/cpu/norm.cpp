@@ -5,8 +5,9 @@
 // Every reduction accumulates in double. Per-channel sums are formed in
 // partial sums over chunks whose boundaries depend on the shape alone, then
 // added in chunk order, so the result is bitwise the same for any thread
-// count. Variances take two passes (mean first), which stays accurate when
-// the mean is large against the spread.
+// count. Variances are centred sums (the mean first, or per row and then
+// joined: bn_stats), which stay accurate when the mean is large against the
+// spread.
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
@@ -24,6 +25,9 @@ namespace {
 
 constexpr int64_t kChunk = 16384;  // elements per reduction work item
 constexpr int64_t kChannelBlock = 64;
+// Rows at least this long are summed in vector lanes and, for half types,
+// staged in float (with_row); shorter ones are read in place, in order.
+constexpr int64_t kStagedRow = 32;
 
 // The fixed split of a [outer, c, inner] reduction into work items: blocks of
 // outer rows times blocks of channels.
@@ -61,11 +65,13 @@ void channel_sums(int64_t outer, int64_t c, int64_t inner, F f, double *out) {
 }
 
 // The K sums of one channel's row of `inner` elements: in the vectorised
-// lanes of lane_sums.hpp when the row is long enough to pay for the call,
-// else in order. Either way the result depends on the shape alone.
+// lanes of lane_sums.hpp (16: four chains of vector adds on AVX2, two on
+// AVX-512, where 8 lanes waited on one add's latency) when the row is long
+// enough to pay for the call, else in order. Either way the result depends
+// on the shape alone.
 template <int K, class F>
 void row_sums(int64_t inner, F f, double *out) {
-  if (inner < 32) {
+  if (inner < kStagedRow) {
     for (int k = 0; k < K; ++k) out[k] = 0.0;
     for (int64_t i = 0; i < inner; ++i) {
       double v[K];
@@ -74,7 +80,7 @@ void row_sums(int64_t inner, F f, double *out) {
     }
     return;
   }
-  cpu::run_kernel([&]() MIXP_KERNEL_BODY { cpu::lane_sums<K>(inner, f, out); });
+  cpu::run_kernel([&]() MIXP_KERNEL_BODY { cpu::lane_sums<K, F, 16>(inner, f, out); });
 }
 
 // Calls f(row) with the n elements at p as they are or, for half types and
@@ -85,7 +91,7 @@ void row_sums(int64_t inner, F f, double *out) {
 template <class T, class F>
 void with_row(const T *p, int64_t n, int slot, F &&f) {
   if constexpr (cpu::is_half_v<T>) {
-    if (n >= 32) {
+    if (n >= kStagedRow) {
       thread_local std::vector<float> buf[2];
       std::vector<float> &v = buf[slot];
       if (v.size() < size_t(n)) v.resize(size_t(n));
@@ -121,6 +127,12 @@ acc_t<T> param(const View *v, int64_t i, acc_t<T> dflt) {
 
 // ---- batch_norm ----------------------------------------------------------------
 
+// Mean and variance per channel. Rows long enough to stage (with_row) are
+// read once: each row's sum and centred square sum are formed while it sits
+// in L1, and the rows are joined exactly as two passes would be, since
+// sum (x - mu)^2 = sum over rows of [M2_row + n_row (mu_row - mu)^2]
+// (Chan et al.). Short rows (NHWC, tiny planes) take the mean first, then
+// the squares, in two passes over x.
 template <class T>
 void bn_stats(const View &xv, int64_t outer, int64_t c, int64_t inner, double eps,
               const View &mv, const View &vv, const View &iv) {
@@ -128,27 +140,58 @@ void bn_stats(const View &xv, int64_t outer, int64_t c, int64_t inner, double ep
   const T *x = static_cast<const T *>(xv.data);
   const double m = double(outer * inner);
   std::vector<double> sum(static_cast<size_t>(c)), sq(static_cast<size_t>(c));
-  channel_sums<1>(outer, c, inner, [&](int64_t o, int64_t ch, double *acc) {
-    with_row(x + (o * c + ch) * inner, inner, 0, [&](const auto *row) {
-      using R = elem_t<decltype(row)>;
+  auto centred_sq = [](int64_t n, const auto *row, double mu) {
+    using R = elem_t<decltype(row)>;
+    double s = 0.0;
+    row_sums<1>(n, [&](int64_t i, double *v) {
+      const double d = double(load<R>(row[i])) - mu;
+      v[0] = d * d;
+    }, &s);
+    return s;
+  };
+  if (inner >= kStagedRow) {
+    const int64_t rows = outer * c;
+    std::vector<double> row_sum(static_cast<size_t>(rows)), row_m2(static_cast<size_t>(rows));
+#pragma omp parallel for collapse(2) schedule(static) if (rows * inner > kChunk)
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const int64_t r = o * c + ch;
+        with_row(x + r * inner, inner, 0, [&](const auto *row) {
+          using R = elem_t<decltype(row)>;
+          double s = 0.0;
+          row_sums<1>(inner, [&](int64_t i, double *v) { v[0] = double(load<R>(row[i])); }, &s);
+          row_sum[size_t(r)] = s;
+          row_m2[size_t(r)] = centred_sq(inner, row, s / double(inner));
+        });
+      }
+    for (int64_t ch = 0; ch < c; ++ch) {
       double s = 0.0;
-      row_sums<1>(inner, [&](int64_t i, double *v) { v[0] = double(load<R>(row[i])); }, &s);
-      acc[0] += s;
-    });
-  }, sum.data());
-  for (int64_t ch = 0; ch < c; ++ch) sum[size_t(ch)] /= m;
-  channel_sums<1>(outer, c, inner, [&](int64_t o, int64_t ch, double *acc) {
-    const double mu = sum[size_t(ch)];
-    with_row(x + (o * c + ch) * inner, inner, 0, [&](const auto *row) {
-      using R = elem_t<decltype(row)>;
-      double s = 0.0;
-      row_sums<1>(inner, [&](int64_t i, double *v) {
-        const double d = double(load<R>(row[i])) - mu;
-        v[0] = d * d;
-      }, &s);
-      acc[0] += s;
-    });
-  }, sq.data());
+      for (int64_t o = 0; o < outer; ++o) s += row_sum[size_t(o * c + ch)];
+      const double mu = s / m;
+      double q = 0.0;
+      for (int64_t o = 0; o < outer; ++o) {
+        const size_t r = size_t(o * c + ch);
+        const double d = row_sum[r] / double(inner) - mu;
+        q += row_m2[r] + double(inner) * d * d;
+      }
+      sum[size_t(ch)] = mu;
+      sq[size_t(ch)] = q;
+    }
+  } else {
+    channel_sums<1>(outer, c, inner, [&](int64_t o, int64_t ch, double *acc) {
+      with_row(x + (o * c + ch) * inner, inner, 0, [&](const auto *row) {
+        using R = elem_t<decltype(row)>;
+        double s = 0.0;
+        row_sums<1>(inner, [&](int64_t i, double *v) { v[0] = double(load<R>(row[i])); }, &s);
+        acc[0] += s;
+      });
+    }, sum.data());
+    for (int64_t ch = 0; ch < c; ++ch) sum[size_t(ch)] /= m;
+    channel_sums<1>(outer, c, inner, [&](int64_t o, int64_t ch, double *acc) {
+      with_row(x + (o * c + ch) * inner, inner, 0,
+               [&](const auto *row) { acc[0] += centred_sq(inner, row, sum[size_t(ch)]); });
+    }, sq.data());
+  }
   S *mean = stat_ptr<S>(mv), *var = stat_ptr<S>(vv), *invstd = stat_ptr<S>(iv);
   for (int64_t ch = 0; ch < c; ++ch) {
     const double v = sq[size_t(ch)] / m;

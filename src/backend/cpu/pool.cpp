@@ -82,9 +82,9 @@ struct Windows {
 // time across the row, so the loop runs on vectors with selects instead of
 // a mispredicted branch per element; the visiting order within each window
 // stays row-major, so the first maximum (or NaN) still wins.
-template <class S, class T>
+template <class S, class T, class I>
 MIXP_KERNEL_BODY inline void max_row_nchw(const Pool2dGeom &g, const Windows &win, const S *xp, int64_t i, T *y,
-                                          int64_t *idx, acc_t<T> *m, int64_t *arg) {
+                                          I *idx, acc_t<T> *m, int64_t *arg) {
   using A = acc_t<T>;
   const Window &r = win.rows[size_t(i)];
   int64_t lo = 0, hi = g.ow;  // [lo, hi): full windows, stepping stride_w
@@ -126,7 +126,7 @@ MIXP_KERNEL_BODY inline void max_row_nchw(const Pool2dGeom &g, const Windows &wi
   }
   for (int64_t j = 0; j < g.ow; ++j) {
     y[j] = store<T>(m[j]);
-    idx[j] = arg[j];
+    idx[j] = I(arg[j]);
   }
 }
 
@@ -168,8 +168,8 @@ struct Tiled2Buffers {
         arg(m.size()), plane(half ? size_t(in_sz) : 0), out(half ? size_t(t.outputs) : 0) {}
 };
 
-template <class T>
-MIXP_KERNEL_BODY inline void max_plane_tiled2(const Pool2dGeom &g, const Tiled2 &t, const T *xp, T *y, int64_t *idx,
+template <class T, class I>
+MIXP_KERNEL_BODY inline void max_plane_tiled2(const Pool2dGeom &g, const Tiled2 &t, const T *xp, T *y, I *idx,
                                               Tiled2Buffers<acc_t<T>> &b) {
   using A = acc_t<T>;
   const int64_t width = g.w, kh = g.kh, ow = g.ow;
@@ -220,8 +220,8 @@ MIXP_KERNEL_BODY inline void max_plane_tiled2(const Pool2dGeom &g, const Tiled2 
   }
 }
 
-template <class T>
-void forward_nchw(const Pool2dGeom &g, const T *x, T *y, int64_t *idx) {
+template <class T, class I>
+void forward_nchw(const Pool2dGeom &g, const T *x, T *y, I *idx) {
   using A = acc_t<T>;
   const int64_t planes = g.n * g.c, in_sz = g.h * g.w, out_sz = g.oh * g.ow;
   const Windows win(g);
@@ -291,8 +291,8 @@ void forward_nchw(const Pool2dGeom &g, const T *x, T *y, int64_t *idx) {
   }
 }
 
-template <class T>
-void forward_nhwc(const Pool2dGeom &g, const T *x, T *y, int64_t *idx) {
+template <class T, class I>
+void forward_nhwc(const Pool2dGeom &g, const T *x, T *y, I *idx) {
   using A = acc_t<T>;
   const int64_t C = g.c;
 #pragma omp parallel
@@ -336,8 +336,8 @@ void forward_nhwc(const Pool2dGeom &g, const T *x, T *y, int64_t *idx) {
   }
 }
 
-template <class T>
-void backward_nchw(const Pool2dGeom &g, const T *gy, const int64_t *idx, T *gx) {
+template <class T, class I>
+void backward_nchw(const Pool2dGeom &g, const T *gy, const I *idx, T *gx) {
   using A = acc_t<T>;
   const int64_t planes = g.n * g.c, in_sz = g.h * g.w, out_sz = g.oh * g.ow;
   const Windows win(g);
@@ -353,7 +353,7 @@ void backward_nchw(const Pool2dGeom &g, const T *gy, const int64_t *idx, T *gx) 
         std::vector<float> g32(static_cast<size_t>(out_sz)), x32(static_cast<size_t>(in_sz));
 #pragma omp for schedule(static)
         for (int64_t p = 0; p < planes; ++p) {
-          const int64_t *ip = idx + p * out_sz;
+          const I *ip = idx + p * out_sz;
           cpu::widen(gy + p * out_sz, g32.data(), out_sz);
           std::fill(x32.begin(), x32.end(), 0.0f);
           for (int64_t o = 0; o < out_sz; ++o) x32[size_t(ip[o])] = g32[size_t(o)] + 0.0f;
@@ -366,7 +366,7 @@ void backward_nchw(const Pool2dGeom &g, const T *gy, const int64_t *idx, T *gx) 
     for (int64_t p = 0; p < planes; ++p) {
       T *xp = gx + p * in_sz;
       const T *gp = gy + p * out_sz;
-      const int64_t *ip = idx + p * out_sz;
+      const I *ip = idx + p * out_sz;
       std::fill(xp, xp + in_sz, store<T>(A(0)));
       for (int64_t o = 0; o < out_sz; ++o) xp[ip[o]] = store<T>(A(load<T>(gp[o]) + A(0)));
     }
@@ -397,8 +397,8 @@ void backward_nchw(const Pool2dGeom &g, const T *gy, const int64_t *idx, T *gx) 
   }
 }
 
-template <class T>
-void backward_nhwc(const Pool2dGeom &g, const T *gy, const int64_t *idx, T *gx) {
+template <class T, class I>
+void backward_nhwc(const Pool2dGeom &g, const T *gy, const I *idx, T *gx) {
   using A = acc_t<T>;
   const int64_t C = g.c, in_sz = g.h * g.w * C, out_sz = g.oh * g.ow * C;
 #pragma omp parallel
@@ -412,7 +412,7 @@ void backward_nhwc(const Pool2dGeom &g, const T *gy, const int64_t *idx, T *gx) 
         for (int64_t j = 0; j < g.ow; ++j) {
           const int64_t o = (i * g.ow + j) * C;
           if (g.kind == PoolKind::Max) {
-            const int64_t *ip = idx + n * out_sz + o;
+            const I *ip = idx + n * out_sz + o;
             for (int64_t c = 0; c < C; ++c) buf[size_t(ip[c] * C + c)] += load<T>(gp[o + c]);
             continue;
           }
@@ -432,16 +432,36 @@ void backward_nhwc(const Pool2dGeom &g, const T *gy, const int64_t *idx, T *gx) 
 
 }  // namespace
 
+namespace {
+
+// Calls f with the indices' pointer as the element type they hold (I32 or
+// I64: pool_index_dtype), or a null int64_t pointer for the averages.
+template <class P, class F>
+void with_indices(const View *indices, F f) {
+  using I32 = std::conditional_t<std::is_const_v<P>, const int32_t, int32_t>;
+  using I64 = std::conditional_t<std::is_const_v<P>, const int64_t, int64_t>;
+  if (indices && indices->dtype == MIXP_I32) f(static_cast<I32 *>(indices->data));
+  else f(static_cast<I64 *>(indices ? indices->data : nullptr));
+}
+
+}  // namespace
+
+DType CpuBackend::pool_index_dtype(const Pool2dGeom &g) const noexcept {
+  // Half the bytes of I64 (the indices were as large as a bf16 input).
+  return g.h * g.w <= std::numeric_limits<int32_t>::max() ? MIXP_I32 : MIXP_I64;
+}
+
 void CpuBackend::pool2d(const Pool2dGeom &g, const View &x, const View &y, const View *indices) {
   if (g.n * g.c * g.oh * g.ow == 0) return;
   if (g.kind == PoolKind::Max && !indices) fail(MIXP_ERR_INTERNAL, "pool2d: max pooling needs an indices buffer");
-  int64_t *idx = indices ? static_cast<int64_t *>(indices->data) : nullptr;
-  dispatch_float(x.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const T *xp = static_cast<const T *>(x.data);
-    T *yp = static_cast<T *>(y.data);
-    if (g.nhwc) forward_nhwc<T>(g, xp, yp, idx);
-    else forward_nchw<T>(g, xp, yp, idx);
+  with_indices<void>(indices, [&](auto *idx) {
+    dispatch_float(x.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T *xp = static_cast<const T *>(x.data);
+      T *yp = static_cast<T *>(y.data);
+      if (g.nhwc) forward_nhwc<T>(g, xp, yp, idx);
+      else forward_nchw<T>(g, xp, yp, idx);
+    });
   });
 }
 
@@ -449,13 +469,14 @@ void CpuBackend::pool2d_backward(const Pool2dGeom &g, const View &gy, const View
   if (g.n * g.c * g.h * g.w == 0) return;
   if (g.kind == PoolKind::Max && !indices)
     fail(MIXP_ERR_INTERNAL, "pool2d_backward: max pooling needs its indices");
-  const int64_t *idx = indices ? static_cast<const int64_t *>(indices->data) : nullptr;
-  dispatch_float(gy.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const T *gp = static_cast<const T *>(gy.data);
-    T *xp = static_cast<T *>(gx.data);
-    if (g.nhwc) backward_nhwc<T>(g, gp, idx, xp);
-    else backward_nchw<T>(g, gp, idx, xp);
+  with_indices<const void>(indices, [&](auto *idx) {
+    dispatch_float(gy.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T *gp = static_cast<const T *>(gy.data);
+      T *xp = static_cast<T *>(gx.data);
+      if (g.nhwc) backward_nhwc<T>(g, gp, idx, xp);
+      else backward_nchw<T>(g, gp, idx, xp);
+    });
   });
 }
 
