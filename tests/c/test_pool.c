@@ -277,6 +277,48 @@ static void test_max_nan_and_ties_across_a_row(void **state) {
   }
 }
 
+/* Windows that overlap the padding (3x3, stride 1, padding 1 over 3x3: the
+ * general path, with its -inf border): when every value of a window is
+ * -inf, or all tie, the window's first real cell wins, as in PyTorch; a NaN
+ * wins every window that holds it, the first NaN when there are two. */
+static void test_max_padded_windows_first_cell(void **state) {
+  mixp_session *s = *state;
+  const mixp_dtype dts[2] = {MIXP_F32, MIXP_BF16};
+  const double ninf = -INFINITY;
+  const double inputs[3][9] = {{ninf, ninf, ninf, ninf, ninf, ninf, ninf, ninf, ninf},
+                               {1, 1, 1, 1, 1, 1, 1, 1, 1},
+                               {0, 1, 2, 3, NAN, 5, 6, 7, NAN}};
+  const double first_cell[9] = {4, 2, 0, 2, 1, 0, 0, 0, 0}; /* how many windows start at each cell */
+  const double nan_cell[9] = {0, 0, 0, 0, 9, 0, 0, 0, 0};
+  for (int d = 0; d < 2; ++d)
+    for (int k = 0; k < 3; ++k) {
+      const int64_t xs[4] = {1, 1, 3, 3};
+      mixp_tensor *x = mt_tensor(s, dts[d], inputs[k], xs, 4), *y = NULL, *l = NULL, *g = NULL;
+      MT_OK(mixp_tensor_set_requires_grad(x, 1));
+      mixp_pool2d_options o;
+      mixp_pool2d_options_init(&o);
+      o.kernel_h = o.kernel_w = 3;
+      o.stride_h = o.stride_w = 1;
+      o.pad_h = o.pad_w = 1;
+      MT_OK(mixp_max_pool2d(x, &o, &y));
+      double *yv = mt_values(y);
+      for (int i = 0; i < 9; ++i) {
+        if (k == 0) assert_true(isinf(yv[i]) && yv[i] < 0);
+        if (k == 1) assert_true(yv[i] == 1.0);
+        if (k == 2) assert_true(isnan(yv[i]));
+      }
+      free(yv);
+      MT_OK(mixp_sum(y, NULL, 0, 0, &l));
+      MT_OK(mixp_backward(l, NULL));
+      MT_OK(mixp_tensor_grad(x, &g));
+      double *gv = mt_values(g);
+      mt_assert_close(gv, k == 2 ? nan_cell : first_cell, 9, 0, 0);
+      free(gv);
+      mixp_tensor *all[4] = {x, y, l, g};
+      for (int i = 0; i < 4; ++i) mixp_tensor_release(all[i]);
+    }
+}
+
 /* Pooling NHWC data equals pooling the NCHW data, permuted. */
 static void test_nchw_nhwc_equivalence(void **state) {
   mixp_session *s = *state;
@@ -421,6 +463,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_backward_other_dtypes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_max_first_maximum, setup, teardown),
       cmocka_unit_test_setup_teardown(test_max_nan_and_ties_across_a_row, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_max_padded_windows_first_cell, setup, teardown),
       cmocka_unit_test_setup_teardown(test_nchw_nhwc_equivalence, setup, teardown),
       cmocka_unit_test_setup_teardown(test_misuse_window_pools, setup, teardown),
       cmocka_unit_test_setup_teardown(test_misuse_adaptive, setup, teardown),

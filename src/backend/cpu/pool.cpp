@@ -77,56 +77,63 @@ struct Windows {
   }
 };
 
-// Max over one output row of one plane. Columns whose window lies whole
-// inside the input (all but the padded edges) are done a window offset at a
-// time across the row, so the loop runs on vectors with selects instead of
-// a mispredicted branch per element; the visiting order within each window
-// stays row-major, so the first maximum (or NaN) still wins.
-template <class S, class T, class I>
-MIXP_KERNEL_BODY inline void max_row_nchw(const Pool2dGeom &g, const Windows &win, const S *xp, int64_t i, T *y,
-                                          I *idx, acc_t<T> *m, int64_t *arg) {
-  using A = acc_t<T>;
-  const Window &r = win.rows[size_t(i)];
-  int64_t lo = 0, hi = g.ow;  // [lo, hi): full windows, stepping stride_w
-  while (lo < g.ow && win.cols[size_t(lo)].w0 != lo * g.stride_w - g.pad_w) ++lo;
-  while (hi > lo && win.cols[size_t(hi - 1)].w1 != (hi - 1) * g.stride_w - g.pad_w + g.kw) --hi;
-  for (int64_t j = 0; j < g.ow; ++j) {
-    m[j] = -std::numeric_limits<A>::infinity();
-    arg[j] = r.h0 * g.w + win.cols[size_t(j)].w0;
+// Max over every window of one plane, from a copy of the plane bordered by
+// pad_h/pad_w cells of -inf (so every window lies whole inside it, and -inf
+// never displaces a maximum). Output cells are short rows (8 cells after
+// ResNet's stem), so the loops run over the whole plane's cells at once,
+// one window offset (dh, dw) at a time, in row-major window order so that
+// the first maximum (or NaN) wins: window o's cell (dh, dw) is at
+// start[o] + dh * padded width + dw in the copy and at pos[o] + dh * w + dw
+// in the plane. Each window holds a real cell (pad <= kernel / 2); its
+// first one is reported when every value is -inf. P: positions' type.
+template <class P>
+struct PaddedWindows {
+  std::vector<P> start, pos, first;
+  explicit PaddedWindows(const Pool2dGeom &g) {
+    const int64_t n = g.oh * g.ow, width = g.w + 2 * g.pad_w;
+    start.resize(size_t(n)), pos.resize(size_t(n)), first.resize(size_t(n));
+    for (int64_t i = 0; i < g.oh; ++i)
+      for (int64_t j = 0; j < g.ow; ++j) {
+        const int64_t o = i * g.ow + j, top = i * g.stride_h, left = j * g.stride_w;
+        start[size_t(o)] = P(top * width + left);
+        pos[size_t(o)] = P((top - g.pad_h) * g.w + left - g.pad_w);
+        first[size_t(o)] = P((std::max(top, g.pad_h) - g.pad_h) * g.w + std::max(left, g.pad_w) - g.pad_w);
+      }
   }
-  // Locals, not g's fields: the stores to m and arg could alias g as far
-  // as the compiler knows, which keeps the loop scalar.
-  const int64_t width = g.w, sw = g.stride_w, kw = g.kw, pw = g.pad_w, ow = g.ow;
-  A *__restrict mx = m;
-  int64_t *__restrict ax = arg;
-  for (int64_t h = r.h0; h < r.h1; ++h) {
-    const S *row = xp + h * width;
-    const int64_t base = h * width;
-    for (int64_t dw = 0; dw < kw; ++dw) {
-      const int64_t first = lo * sw - pw + dw;
-      for (int64_t j = lo; j < hi; ++j) {
-        const int64_t w = first + (j - lo) * sw;
-        const A v = load<S>(row[w]);
-        const bool t = takes_max(v, mx[j]);
-        mx[j] = t ? v : mx[j];
-        ax[j] = t ? base + w : ax[j];
+};
+
+template <class A, class P>
+MIXP_KERNEL_BODY inline void max_plane_padded(const Pool2dGeom &g, const PaddedWindows<P> &pw, const A *padded,
+                                              A *__restrict m, P *__restrict at) {
+  const int64_t n = g.oh * g.ow, width = g.w + 2 * g.pad_w;
+  const P *__restrict start = pw.start.data(), *__restrict pos = pw.pos.data();
+  for (int64_t o = 0; o < n; ++o) {
+    m[o] = -std::numeric_limits<A>::infinity();
+    at[o] = pw.first[size_t(o)];
+  }
+  for (int64_t dh = 0; dh < g.kh; ++dh)
+    for (int64_t dw = 0; dw < g.kw; ++dw) {
+      const A *__restrict cell = padded + dh * width + dw;
+      const P shift = P(dh * g.w + dw);
+#pragma GCC ivdep
+      for (int64_t o = 0; o < n; ++o) {
+        const A v = cell[start[o]];
+        const bool t = takes_max(v, m[o]);
+        m[o] = t ? v : m[o];
+        at[o] = t ? pos[o] + shift : at[o];
       }
     }
-    for (int64_t j = 0; j < ow; ++j) {
-      if (j == lo && hi > lo) j = hi;  // the full windows are done
-      if (j >= ow) break;
-      const Window &c = win.cols[size_t(j)];
-      for (int64_t w = c.w0; w < c.w1; ++w) {
-        const A v = load<S>(row[w]);
-        const bool t = takes_max(v, mx[j]);
-        mx[j] = t ? v : mx[j];
-        ax[j] = t ? base + w : ax[j];
-      }
-    }
-  }
-  for (int64_t j = 0; j < g.ow; ++j) {
-    y[j] = store<T>(m[j]);
-    idx[j] = I(arg[j]);
+}
+
+// Copies plane p (h x w of T) into the middle of `padded` (its border was
+// set to -inf once), widened to A.
+template <class A, class T>
+void fill_padded(const Pool2dGeom &g, const T *xp, A *padded) {
+  const int64_t pw_width = g.w + 2 * g.pad_w;
+  for (int64_t h = 0; h < g.h; ++h) {
+    A *dst = padded + (h + g.pad_h) * pw_width + g.pad_w;
+    if constexpr (cpu::is_half_v<T>) cpu::widen(xp + h * g.w, dst, g.w);
+    else std::copy_n(xp + h * g.w, g.w, dst);
   }
 }
 
@@ -143,7 +150,7 @@ MIXP_KERNEL_BODY inline void max_row_nchw(const Pool2dGeom &g, const Windows &wi
 //   the zeroed tail and write cells that the next row overwrites, or the
 //   tail;
 // - store: the plane's maxima rounded and its indices widened, one loop.
-// Visiting order and the first-maximum/NaN rule are those of max_row_nchw.
+// Visiting order and the first-maximum/NaN rule are those of max_plane_padded.
 struct Tiled2 {
   static constexpr int64_t kVector = 16;  // output cells per vector, at most (AVX-512, fp32)
   int64_t lanes = 0, staged = 0, outputs = 0;
@@ -252,29 +259,36 @@ void forward_nchw(const Pool2dGeom &g, const T *x, T *y, I *idx) {
     }
     return;
   }
+  if (g.kind == PoolKind::Max) {
+    // Positions in int32 beside fp32 maxima where they fit, so that the
+    // selects stay in one register width.
+    using P = std::conditional_t<std::is_same_v<I, int32_t>, int32_t, int64_t>;
+    const int64_t padded_sz = (g.h + 2 * g.pad_h) * (g.w + 2 * g.pad_w);
+    const PaddedWindows<P> pw(g);
+#pragma omp parallel
+    {
+      std::vector<A> padded(static_cast<size_t>(padded_sz), -std::numeric_limits<A>::infinity());
+      std::vector<A> m(static_cast<size_t>(out_sz));
+      std::vector<P> at(static_cast<size_t>(out_sz));
+#pragma omp for schedule(static)
+      for (int64_t p = 0; p < planes; ++p) {
+        fill_padded(g, x + p * in_sz, padded.data());
+        cpu::run_kernel([&]() MIXP_KERNEL_BODY { max_plane_padded(g, pw, padded.data(), m.data(), at.data()); });
+        T *yp = y + p * out_sz;
+        I *ip = idx + p * out_sz;
+        if constexpr (cpu::is_half_v<T>) cpu::narrow(m.data(), yp, out_sz);
+        else std::copy(m.begin(), m.end(), yp);
+        std::copy(at.begin(), at.end(), ip);
+      }
+    }
+    return;
+  }
 #pragma omp parallel
   {
-    std::vector<A> m(size_t(g.ow)), plane(widen_first && g.kind == PoolKind::Max ? size_t(in_sz) : 0);
-    std::vector<int64_t> arg(size_t(g.ow));
 #pragma omp for schedule(static)
     for (int64_t p = 0; p < planes; ++p) {
       const T *xp = x + p * in_sz;
-      if constexpr (widen_first)
-        if (g.kind == PoolKind::Max) cpu::widen(xp, plane.data(), in_sz);
       cpu::run_kernel([&]() MIXP_KERNEL_BODY {
-        if (g.kind == PoolKind::Max) {
-          if constexpr (widen_first) {
-            const A *wp = plane.data();
-            for (int64_t i = 0; i < g.oh; ++i)
-              max_row_nchw(g, win, wp, i, y + p * out_sz + i * g.ow,
-                           idx + p * out_sz + i * g.ow, m.data(), arg.data());
-          } else {
-            for (int64_t i = 0; i < g.oh; ++i)
-              max_row_nchw(g, win, xp, i, y + p * out_sz + i * g.ow, idx + p * out_sz + i * g.ow, m.data(),
-                           arg.data());
-          }
-          return;
-        }
         for (int64_t i = 0; i < g.oh; ++i) {
           const int64_t o = p * out_sz + i * g.ow;
           const Window &r = win.rows[size_t(i)];
@@ -448,7 +462,9 @@ void with_indices(const View *indices, F f) {
 
 DType CpuBackend::pool_index_dtype(const Pool2dGeom &g) const noexcept {
   // Half the bytes of I64 (the indices were as large as a bf16 input).
-  return g.h * g.w <= std::numeric_limits<int32_t>::max() ? MIXP_I32 : MIXP_I64;
+  // Positions in the padded copy (max_plane_padded) must fit too.
+  const int64_t padded = (g.h + 2 * g.pad_h) * (g.w + 2 * g.pad_w);
+  return padded <= std::numeric_limits<int32_t>::max() ? MIXP_I32 : MIXP_I64;
 }
 
 void CpuBackend::pool2d(const Pool2dGeom &g, const View &x, const View &y, const View *indices) {
