@@ -461,20 +461,27 @@ bool im2col_weights_applies(const Conv2dGeom &g, DType dtype) {
 // placed at the pixel, or zero in the padding. E holds the elements' bits.
 template <class E>
 void im2col(const Conv2dGeom &g, const E *x, E *col) {
-  const int64_t ckk = g.c_in * g.kh * g.kw, pixels = g.oh * g.ow;
+  const int64_t ckk = g.c_in * g.kh * g.kw, cells = g.kh * g.kw, pixels = g.oh * g.ow;
+  // Channel c of the input at (ih, iw) of image n is at first + c * step.
+  const int64_t step = g.nhwc ? 1 : g.h * g.w;
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t p = 0; p < pixels; ++p) {
       E *row = col + (n * pixels + p) * ckk;
       const int64_t oi = p / g.ow, oj = p % g.ow;
-      for (int64_t ch = 0; ch < g.c_in; ++ch)
-        for (int64_t r = 0; r < g.kh; ++r)
-          for (int64_t s = 0; s < g.kw; ++s) {
-            const int64_t ih = oi * g.stride_h - g.pad_h + r * g.dil_h, iw = oj * g.stride_w - g.pad_w + s * g.dil_w;
-            const bool inside = ih >= 0 && ih < g.h && iw >= 0 && iw < g.w;
-            const int64_t at = g.nhwc ? ((n * g.h + ih) * g.w + iw) * g.c_in + ch : ((n * g.c_in + ch) * g.h + ih) * g.w + iw;
-            row[(ch * g.kh + r) * g.kw + s] = inside ? x[at] : E(0);
+      // One kernel cell at a time, its bounds check done once for all
+      // channels.
+      for (int64_t r = 0; r < g.kh; ++r)
+        for (int64_t s = 0; s < g.kw; ++s) {
+          const int64_t ih = oi * g.stride_h - g.pad_h + r * g.dil_h, iw = oj * g.stride_w - g.pad_w + s * g.dil_w;
+          E *dst = row + r * g.kw + s;
+          if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) {
+            for (int64_t ch = 0; ch < g.c_in; ++ch) dst[ch * cells] = E(0);
+            continue;
           }
+          const E *src = x + (g.nhwc ? ((n * g.h + ih) * g.w + iw) * g.c_in : n * g.c_in * g.h * g.w + ih * g.w + iw);
+          for (int64_t ch = 0; ch < g.c_in; ++ch) dst[ch * cells] = src[ch * step];
+        }
     }
 }
 
