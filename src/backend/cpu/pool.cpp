@@ -231,7 +231,6 @@ template <class T, class I>
 void forward_nchw(const Pool2dGeom &g, const T *x, T *y, I *idx) {
   using A = acc_t<T>;
   const int64_t planes = g.n * g.c, in_sz = g.h * g.w, out_sz = g.oh * g.ow;
-  const Windows win(g);
   // Half types: max pooling widens each plane first (one vectorised pass;
   // the maximum of the widened values is the widened maximum, exactly), so
   // the strided window loads read fp32.
@@ -283,6 +282,7 @@ void forward_nchw(const Pool2dGeom &g, const T *x, T *y, I *idx) {
     }
     return;
   }
+  const Windows win(g);
 #pragma omp parallel
   {
 #pragma omp for schedule(static)
