@@ -172,12 +172,24 @@ void with_flag(bool on, F &&f) {
   else f(std::false_type{});
 }
 
+// Runs loop over the whole parameter, each thread on its share (run_share)
+// with denormals flushed.
+template <class P, class Loop, class... State>
+void run_parallel(const ParamArgs &pa, const Loop &loop, State *...state) {
+#pragma omp parallel if (pa.n >= kParallelMin)
+  {
+    FlushDenormals ftz;  // per thread: MXCSR is thread state
+    int64_t begin, end;
+    thread_share(pa.n, begin, end);
+    run_share<P>(pa, loop, begin, end, state...);
+  }
+}
+
 template <class P>
 void sgd_typed(const ParamArgs &pa, const SgdArgs &a) {
   using A = typename P::A;
   using S = typename P::S;
   S *buf = static_cast<S *>(pa.buf1);
-  const int64_t n = pa.n;
   const bool use_momentum = a.momentum != 0.0, has_wd = a.weight_decay != 0.0;
   with_flag(has_wd, [&](auto wd) {
     with_flag(use_momentum, [&](auto momentum) {
@@ -186,13 +198,7 @@ void sgd_typed(const ParamArgs &pa, const SgdArgs &a) {
           const SgdLoop<P, decltype(wd)::value, decltype(momentum)::value, decltype(nesterov)::value,
                         decltype(init)::value>
               loop{A(a.lr), A(a.momentum), A(1.0 - a.dampening), A(a.weight_decay)};
-#pragma omp parallel if (n >= kParallelMin)
-          {
-            FlushDenormals ftz;  // per thread: MXCSR is thread state
-            int64_t begin, end;
-            thread_share(n, begin, end);
-            run_share<P>(pa, loop, begin, end, buf);
-          }
+          run_parallel<P>(pa, loop, buf);
         });
       });
     });
@@ -241,19 +247,6 @@ struct AdamLoop {
   }
 };
 
-template <class Loop, class P>
-void adam_run(const ParamArgs &pa, const Loop &loop) {
-  using S = typename P::S;
-  const int64_t n = pa.n;
-#pragma omp parallel if (n >= kParallelMin)
-  {
-    FlushDenormals ftz;  // per thread: MXCSR is thread state
-    int64_t begin, end;
-    thread_share(n, begin, end);
-    run_share<P>(pa, loop, begin, end, static_cast<S *>(pa.buf1), static_cast<S *>(pa.buf2));
-  }
-}
-
 template <class P>
 void adam_typed(const ParamArgs &pa, const AdamArgs &a) {
   using A = typename P::A;
@@ -266,19 +259,17 @@ void adam_typed(const ParamArgs &pa, const AdamArgs &a) {
   const bool lerp_low = std::fabs(w1) < 0.5;
   const bool l2 = !a.decoupled && a.weight_decay != 0.0;
   const bool decoupled = a.decoupled && a.weight_decay != 0.0;
-  auto go = [&](auto dec, auto l2c, auto low) {
-    AdamLoop<P, decltype(dec)::value, decltype(l2c)::value, decltype(low)::value> loop{
-        A(w1), A(1.0 - w1), A(a.beta2), A(1.0 - a.beta2), A(a.lr / bias_correction1),
-        A(std::sqrt(bias_correction2)), A(a.eps), A(a.weight_decay), A(1.0 - a.lr * a.weight_decay)};
-    adam_run<decltype(loop), P>(pa, loop);
-  };
-  auto with_low = [&](auto dec, auto l2c) {
-    if (lerp_low) go(dec, l2c, std::true_type{});
-    else go(dec, l2c, std::false_type{});
-  };
-  if (decoupled) with_low(std::true_type{}, std::false_type{});
-  else if (l2) with_low(std::false_type{}, std::true_type{});
-  else with_low(std::false_type{}, std::false_type{});
+  using S = typename P::S;
+  with_flag(decoupled, [&](auto dec) {
+    with_flag(l2, [&](auto l2c) {
+      with_flag(lerp_low, [&](auto low) {
+        const AdamLoop<P, decltype(dec)::value, decltype(l2c)::value, decltype(low)::value> loop{
+            A(w1), A(1.0 - w1), A(a.beta2), A(1.0 - a.beta2), A(a.lr / bias_correction1),
+            A(std::sqrt(bias_correction2)), A(a.eps), A(a.weight_decay), A(1.0 - a.lr * a.weight_decay)};
+        run_parallel<P>(pa, loop, static_cast<S *>(pa.buf1), static_cast<S *>(pa.buf2));
+      });
+    });
+  });
   *pa.step += 1.0;
 }
 
