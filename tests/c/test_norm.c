@@ -335,6 +335,115 @@ static void test_batch_norm_long_rows(void **state) {
   mixp_session_destroy(s);
 }
 
+/* One training step of batch_norm in `layout` on x (given NCHW [n, c, h, w];
+ * permuted to NHWC for that layout) in dtype dt, with weight, bias and
+ * running statistics (F32, F64 for F64 data) and the loss sum(y * r).
+ * Returns y, gx (both back in NCHW order), gw, gb, running mean and var. */
+static void bn_layout_step(mixp_session *s, mixp_dtype dt, mixp_layout layout, const int64_t *shape,
+                           const double *x, const double *r, const double *w, const double *b, double *v[6]) {
+  const int64_t c = shape[1];
+  const mixp_dtype pd = dt == MIXP_F64 ? MIXP_F64 : MIXP_F32;
+  const int to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
+  mixp_tensor *x4 = mt_tensor(s, dt, x, shape, 4), *r4 = mt_tensor(s, dt, r, shape, 4);
+  mixp_tensor *xt = x4, *rt = r4, *xp = NULL, *rp = NULL;
+  if (layout == MIXP_NHWC) {
+    MT_OK(mixp_permute(x4, to_nhwc, 4, &xp));
+    MT_OK(mixp_contiguous(xp, &xt));
+    mixp_tensor_release(xp);
+    MT_OK(mixp_permute(r4, to_nhwc, 4, &rp));
+    MT_OK(mixp_contiguous(rp, &rt));
+    mixp_tensor_release(rp);
+  }
+  double zeros[64] = {0}, ones[64];
+  for (int i = 0; i < 64; ++i) ones[i] = 1.0;
+  mixp_tensor *wt = mt_param(s, pd, w, c), *bt = mt_param(s, pd, b, c);
+  mixp_tensor *rm = mt_tensor(s, pd, zeros, &c, 1), *rv = mt_tensor(s, pd, ones, &c, 1);
+  MT_OK(mixp_tensor_set_requires_grad(xt, 1));
+  mixp_tensor *y = NULL, *prod = NULL, *loss = NULL, *gx = NULL, *gw = NULL, *gb = NULL;
+  MT_OK(mixp_batch_norm(xt, wt, bt, rm, rv, 1, 1.0, 1e-5, layout, &y));
+  MT_OK(mixp_mul(y, rt, &prod));
+  MT_OK(mixp_sum(prod, NULL, 0, 0, &loss));
+  MT_OK(mixp_backward(loss, NULL));
+  MT_OK(mixp_tensor_grad(xt, &gx));
+  MT_OK(mixp_tensor_grad(wt, &gw));
+  MT_OK(mixp_tensor_grad(bt, &gb));
+  mixp_tensor *yn = y, *gxn = gx;
+  if (layout == MIXP_NHWC) {
+    MT_OK(mixp_permute(y, to_nchw, 4, &yn));
+    MT_OK(mixp_permute(gx, to_nchw, 4, &gxn));
+  }
+  v[0] = mt_values(yn);
+  v[1] = mt_values(gxn);
+  v[2] = mt_values(gw);
+  v[3] = mt_values(gb);
+  v[4] = mt_values(rm);
+  v[5] = mt_values(rv);
+  if (layout == MIXP_NHWC) {
+    mixp_tensor_release(yn);
+    mixp_tensor_release(gxn);
+    mixp_tensor_release(xt);
+    mixp_tensor_release(rt);
+  }
+  mixp_tensor *all[11] = {x4, r4, wt, bt, rm, rv, y, prod, loss, gx, gw};
+  for (int i = 0; i < 11; ++i) mixp_tensor_release(all[i]);
+  mixp_tensor_release(gb);
+}
+
+/* NHWC with many rows of few channels (the CPU sums them in fixed chunks of
+ * rows, vectorised across the channels, and joins the chunks' centred sums;
+ * the normalisation runs tiles of whole rows, the last one partial): the
+ * statistics against the double reference, with a mean of 1000 against a
+ * spread of 3 in F32/F64 (the join's correction term matters there), and
+ * output and gradients equal to NCHW's on the same data. */
+static void test_batch_norm_nhwc_many_rows(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  enum { N = 7, C = 5, H = 30, W = 31, NUM = N * C * H * W };
+  const int64_t shape[4] = {N, C, H, W}, c = C;
+  double *x = malloc(sizeof(double) * NUM), *r = malloc(sizeof(double) * NUM), *y = malloc(sizeof(double) * NUM);
+  double w[C], b[C], mean[C], var[C];
+  mt_fill(r, NUM, -1.0, 1.0, 91);
+  mt_fill(w, C, 0.5, 1.5, 92);
+  mt_fill(b, C, -0.5, 0.5, 93);
+  const double offsets[2] = {0.0, 1000.0};
+  for (int k = 0; k < 2; ++k)
+    for (int d = 0; d < 4; ++d) {
+      const mixp_dtype dt = FLOATS[d];
+      if (offsets[k] > 0 && (dt == MIXP_F16 || dt == MIXP_BF16)) continue; /* not representable */
+      mt_fill(x, NUM, -1.5, 1.5, 94 + (uint64_t)k);
+      for (int64_t i = 0; i < NUM; ++i) x[i] += offsets[k];
+      double *nhwc[6], *nchw[6];
+      bn_layout_step(s, dt, MIXP_NHWC, shape, x, r, w, b, nhwc);
+      bn_layout_step(s, dt, MIXP_NCHW, shape, x, r, w, b, nchw);
+      /* The statistics of the values as stored (rounded to dt). */
+      mixp_tensor *xt = mt_tensor(s, dt, x, shape, 4);
+      double *xr = mt_values(xt);
+      ref_batch_norm(xr, N, C, H * W, w, b, 1e-5, NULL, NULL, y, mean, var);
+      const double tol = dt == MIXP_F64 ? 1e-12 : 1e-6, m = (double)(N * H * W);
+      double unbiased[C];
+      for (int ch = 0; ch < C; ++ch) unbiased[ch] = var[ch] * m / (m - 1.0);
+      mt_assert_close(nhwc[4], mean, C, tol * (1.0 + offsets[k]), tol);
+      mt_assert_close(nhwc[5], unbiased, C, tol, tol);
+      /* x - mean loses the digits of the offset: the reference's own error. */
+      mt_assert_close(nhwc[0], y, NUM, tol_for(dt) * 4 * (1.0 + offsets[k]), tol_for(dt));
+      /* Both layouts, the same numbers up to the rounding of their sums. */
+      const double t = dt == MIXP_F64 ? 1e-9 : tol_for(dt) * 4;
+      const int64_t sizes[6] = {NUM, NUM, C, C, C, C};
+      for (int i = 0; i < 6; ++i) {
+        mt_assert_close(nhwc[i], nchw[i], sizes[i], t * (1.0 + offsets[k]) * (i == 2 || i == 3 ? 100.0 : 1.0), t);
+        free(nhwc[i]);
+        free(nchw[i]);
+      }
+      free(xr);
+      mixp_tensor_release(xt);
+    }
+  free(x);
+  free(r);
+  free(y);
+  (void)c;
+  mixp_session_destroy(s);
+}
+
 /* One training step of batch_norm on x of dtype xd with weight, bias and
  * running statistics of dtype pd; cast_x runs it as F32 on a cast copy of x
  * and casts the result back (what autocast did before batch_norm took
@@ -795,6 +904,7 @@ int main(void) {
       cmocka_unit_test(test_batch_norm_failed_call_keeps_stats),
       cmocka_unit_test(test_batch_norm_gradcheck),
       cmocka_unit_test(test_batch_norm_long_rows),
+      cmocka_unit_test(test_batch_norm_nhwc_many_rows),
       cmocka_unit_test(test_batch_norm_backward_half),
       cmocka_unit_test(test_batch_norm_mixed_dtypes),
       cmocka_unit_test(test_layer_norm_forward),

@@ -127,11 +127,100 @@ acc_t<T> param(const View *v, int64_t i, acc_t<T> dflt) {
 
 // ---- batch_norm ----------------------------------------------------------------
 
+// NHWC (inner == 1): x is [outer, c], each row one sample's channels. The
+// rows are split into fixed chunks of about kChunk elements (the result
+// depends on the shape alone) and each chunk runs one loop per row across
+// the channels, in vectors, instead of a call per element.
+struct RowChunks {
+  int64_t rows, count;
+  RowChunks(int64_t outer, int64_t c)
+      : rows(std::max<int64_t>(1, kChunk / std::max<int64_t>(1, c))), count((outer + rows - 1) / rows) {}
+  int64_t begin(int64_t k) const { return k * rows; }
+  int64_t end(int64_t k, int64_t outer) const { return std::min(outer, (k + 1) * rows); }
+};
+
+// Per chunk k of NHWC x: sum[k][ch] and the chunk's centred square sum
+// m2[k][ch] (centred on the chunk's own mean, with the chunk in cache),
+// joined over the chunks as the staged rows of bn_stats are.
+template <class T>
+void bn_stats_nhwc(const T *x, int64_t outer, int64_t c, double *mean, double *m2) {
+  const RowChunks rc(outer, c);
+  std::vector<double> sum(size_t(rc.count * c), 0.0), sq(size_t(rc.count * c), 0.0);
+#pragma omp parallel for schedule(static) if (rc.count > 1)
+  for (int64_t k = 0; k < rc.count; ++k) {
+    const int64_t o0 = rc.begin(k), o1 = rc.end(k, outer);
+    double *__restrict s = sum.data() + k * c, *__restrict q = sq.data() + k * c;
+    cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+      for (int64_t o = o0; o < o1; ++o) {
+        const T *__restrict r = x + o * c;
+        for (int64_t ch = 0; ch < c; ++ch) s[ch] += double(load<T>(r[ch]));
+      }
+      const double inv = 1.0 / double(o1 - o0);
+      for (int64_t o = o0; o < o1; ++o) {
+        const T *__restrict r = x + o * c;
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const double d = double(load<T>(r[ch])) - s[ch] * inv;
+          q[ch] += d * d;
+        }
+      }
+    });
+  }
+  const double m = double(outer);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double t = 0.0;
+    for (int64_t k = 0; k < rc.count; ++k) t += sum[size_t(k * c + ch)];
+    const double mu = t / m;
+    double q = 0.0;
+    for (int64_t k = 0; k < rc.count; ++k) {
+      const double n = double(rc.end(k, outer) - rc.begin(k));
+      const double d = sum[size_t(k * c + ch)] / n - mu;
+      q += sq[size_t(k * c + ch)] + n * d * d;
+    }
+    mean[ch] = mu;
+    m2[ch] = q;
+  }
+}
+
+// sums[2ch] = sum of gy, sums[2ch + 1] = sum of gy * (x - mean) over NHWC
+// rows, in the chunks of RowChunks, joined in order.
+template <class T, class S>
+void bn_backward_sums_nhwc(const T *x, const T *gy, int64_t outer, int64_t c, const S *mean, double *sums) {
+  const RowChunks rc(outer, c);
+  std::vector<double> mu(static_cast<size_t>(c)), sg(size_t(rc.count * c), 0.0), sgx(size_t(rc.count * c), 0.0);
+  for (int64_t ch = 0; ch < c; ++ch) mu[size_t(ch)] = double(mean[ch]);
+#pragma omp parallel for schedule(static) if (rc.count > 1)
+  for (int64_t k = 0; k < rc.count; ++k) {
+    double *__restrict a = sg.data() + k * c, *__restrict b = sgx.data() + k * c;
+    const double *__restrict m = mu.data();
+    const int64_t o0 = rc.begin(k), o1 = rc.end(k, outer);
+    cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+      for (int64_t o = o0; o < o1; ++o) {
+        const T *__restrict xr = x + o * c, *__restrict gr = gy + o * c;
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const double g = double(load<T>(gr[ch]));
+          a[ch] += g;
+          b[ch] += g * (double(load<T>(xr[ch])) - m[ch]);
+        }
+      }
+    });
+  }
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double s0 = 0.0, s1 = 0.0;
+    for (int64_t k = 0; k < rc.count; ++k) {
+      s0 += sg[size_t(k * c + ch)];
+      s1 += sgx[size_t(k * c + ch)];
+    }
+    sums[2 * ch] = s0;
+    sums[2 * ch + 1] = s1;
+  }
+}
+
 // Mean and variance per channel. Rows long enough to stage (with_row) are
 // read once: each row's sum and centred square sum are formed while it sits
 // in L1, and the rows are joined exactly as two passes would be, since
 // sum (x - mu)^2 = sum over rows of [M2_row + n_row (mu_row - mu)^2]
-// (Chan et al.). Short rows (NHWC, tiny planes) take the mean first, then
+// (Chan et al.). NHWC rows (inner == 1) are joined the same way in chunks
+// (bn_stats_nhwc). Other short rows (tiny planes) take the mean first, then
 // the squares, in two passes over x.
 template <class T>
 void bn_stats(const View &xv, int64_t outer, int64_t c, int64_t inner, double eps,
@@ -149,7 +238,9 @@ void bn_stats(const View &xv, int64_t outer, int64_t c, int64_t inner, double ep
     }, &s);
     return s;
   };
-  if (inner >= kStagedRow) {
+  if (inner == 1) {
+    bn_stats_nhwc(x, outer, c, sum.data(), sq.data());
+  } else if (inner >= kStagedRow) {
     const int64_t rows = outer * c;
     std::vector<double> row_sum(static_cast<size_t>(rows)), row_m2(static_cast<size_t>(rows));
 #pragma omp parallel for collapse(2) schedule(static) if (rows * inner > kChunk)
@@ -232,6 +323,37 @@ void per_channel_map(int64_t outer, int64_t c, int64_t inner, const T *a, const 
       loop(a + base, b ? b + base : nullptr, out + base, n, 0);
     }
   };
+  if (inner == 1 && c < cpu::kHalfTile) {
+    // NHWC rows of few channels: a tile of whole rows per kernel call (one
+    // widening and one rounding per tile, not per row of c elements).
+    const int64_t per = cpu::kHalfTile / c, blocks = (outer + per - 1) / per;
+    auto rows = [&](const R *ra, const R *rb, R *ro, int64_t count) {
+      cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+        for (int64_t r = 0; r < count; ++r) {
+          const R *__restrict pa = ra + r * c;
+          R *__restrict po = ro + r * c;
+          if (rb)
+            for (int64_t ch = 0; ch < c; ++ch) po[ch] = store<R>(f(load<R>(pa[ch]), load<R>(rb[r * c + ch]), ch));
+          else
+            for (int64_t ch = 0; ch < c; ++ch) po[ch] = store<R>(f(load<R>(pa[ch]), A(0), ch));
+        }
+      });
+    };
+#pragma omp parallel for schedule(static) if (outer * c > kChunk)
+    for (int64_t bk = 0; bk < blocks; ++bk) {
+      const int64_t o0 = bk * per, count = std::min(outer, o0 + per) - o0, base = o0 * c, n = count * c;
+      if constexpr (cpu::is_half_v<T>) {
+        alignas(64) float ta[cpu::kHalfTile], tb[cpu::kHalfTile];
+        cpu::widen(a + base, ta, n);
+        if (b) cpu::widen(b + base, tb, n);
+        rows(ta, b ? tb : nullptr, ta, count);
+        cpu::narrow(ta, out + base, n);
+      } else {
+        rows(a + base, b ? b + base : nullptr, out + base, count);
+      }
+    }
+    return;
+  }
   if (inner == 1) {
 #pragma omp parallel for schedule(static) if (outer * c > kChunk)
     for (int64_t o = 0; o < outer; ++o) row(o * c, c, [](int64_t i) { return i; });
@@ -273,7 +395,9 @@ void bn_backward(const View &xv, const View &gyv, int64_t outer, int64_t c, int6
   const bool need_sums = gwv || gbv || (gxv && batch_stats);
   // sums[2ch] = sum gy, sums[2ch+1] = sum gy * (x - mean)
   std::vector<double> sums(size_t(2 * c), 0.0);
-  if (need_sums)
+  if (need_sums && inner == 1)
+    bn_backward_sums_nhwc(x, gy, outer, c, mean, sums.data());
+  else if (need_sums)
     channel_sums<2>(outer, c, inner, [&](int64_t o, int64_t ch, double *acc) {
       const int64_t base = (o * c + ch) * inner;
       const double mu = double(mean[ch]);

@@ -305,49 +305,74 @@ void forward_nchw(const Pool2dGeom &g, const T *x, T *y, I *idx) {
   }
 }
 
+// NHWC: an output cell's C channels are contiguous, and so are its window
+// cells' (each at (h * w + w) * C), so every loop runs across the channels,
+// in vectors, with the same first-maximum/NaN rule and window order as the
+// NCHW loops. One output row per kernel call; the window tables are built
+// once per call.
 template <class T, class I>
 void forward_nhwc(const Pool2dGeom &g, const T *x, T *y, I *idx) {
   using A = acc_t<T>;
+  // The positions beside float maxima in int32 where the indices are
+  // (pool_index_dtype), so that the selects stay in one register width.
+  using P = std::conditional_t<std::is_same_v<I, int32_t>, int32_t, int64_t>;
   const int64_t C = g.c;
+  const Windows win(g);
 #pragma omp parallel
   {
     std::vector<A> acc(static_cast<size_t>(C));
-    std::vector<int64_t> arg(static_cast<size_t>(C));
+    std::vector<P> arg(static_cast<size_t>(C));
 #pragma omp for schedule(static) collapse(2)
     for (int64_t n = 0; n < g.n; ++n)
       for (int64_t i = 0; i < g.oh; ++i)
-        for (int64_t j = 0; j < g.ow; ++j) {
-          const Window wd = window(g, i, j);
-          const int64_t o = ((n * g.oh + i) * g.ow + j) * C;
-          if (g.kind == PoolKind::Max) {
-            for (int64_t c = 0; c < C; ++c) {
-              acc[size_t(c)] = -std::numeric_limits<A>::infinity();
-              arg[size_t(c)] = wd.h0 * g.w + wd.w0;
-            }
-            for (int64_t h = wd.h0; h < wd.h1; ++h)
-              for (int64_t w = wd.w0; w < wd.w1; ++w) {
-                const T *xp = x + ((n * g.h + h) * g.w + w) * C;
-                for (int64_t c = 0; c < C; ++c) {
-                  const A v = load<T>(xp[c]);
-                  if (takes_max(v, acc[size_t(c)])) acc[size_t(c)] = v, arg[size_t(c)] = h * g.w + w;
+        cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+          A *__restrict m = acc.data();
+          P *__restrict at = arg.data();
+          const T *xn = x + n * g.h * g.w * C;
+          for (int64_t j = 0; j < g.ow; ++j) {
+            const Window wd = win.at(g, i, j);
+            const int64_t o = ((n * g.oh + i) * g.ow + j) * C;
+            if (g.kind == PoolKind::Max) {
+              const P first = P(wd.h0 * g.w + wd.w0);
+              for (int64_t c = 0; c < C; ++c) {
+                m[c] = -std::numeric_limits<A>::infinity();
+                at[c] = first;
+              }
+              for (int64_t h = wd.h0; h < wd.h1; ++h)
+                for (int64_t w = wd.w0; w < wd.w1; ++w) {
+                  const T *__restrict xp = xn + (h * g.w + w) * C;
+                  const P pos = P(h * g.w + w);
+                  for (int64_t c = 0; c < C; ++c) {
+                    const A v = load<T>(xp[c]);
+                    const bool t = takes_max(v, m[c]);
+                    m[c] = t ? v : m[c];
+                    at[c] = t ? pos : at[c];
+                  }
                 }
+              for (int64_t c = 0; c < C; ++c) {
+                y[o + c] = store<T>(m[c]);
+                idx[o + c] = I(at[c]);
               }
-            for (int64_t c = 0; c < C; ++c) {
-              y[o + c] = store<T>(acc[size_t(c)]);
-              idx[o + c] = arg[size_t(c)];
+            } else {
+              for (int64_t c = 0; c < C; ++c) m[c] = 0;
+              for (int64_t h = wd.h0; h < wd.h1; ++h)
+                for (int64_t w = wd.w0; w < wd.w1; ++w) {
+                  const T *__restrict xp = xn + (h * g.w + w) * C;
+                  for (int64_t c = 0; c < C; ++c) m[c] += load<T>(xp[c]);
+                }
+              const A div = A(wd.div);
+              for (int64_t c = 0; c < C; ++c) y[o + c] = store<T>(A(m[c] / div));
             }
-          } else {
-            for (int64_t c = 0; c < C; ++c) acc[size_t(c)] = 0;
-            for (int64_t h = wd.h0; h < wd.h1; ++h)
-              for (int64_t w = wd.w0; w < wd.w1; ++w) {
-                const T *xp = x + ((n * g.h + h) * g.w + w) * C;
-                for (int64_t c = 0; c < C; ++c) acc[size_t(c)] += load<T>(xp[c]);
-              }
-            const A div = A(wd.div);
-            for (int64_t c = 0; c < C; ++c) y[o + c] = store<T>(A(acc[size_t(c)] / div));
           }
-        }
+        });
   }
+}
+
+// A gradient buffer's n sums rounded into gx (half types in vector loops).
+template <class T>
+void store_plane(const acc_t<T> *buf, T *gx, int64_t n) {
+  if constexpr (cpu::is_half_v<T>) cpu::narrow(buf, gx, n);
+  else std::copy(buf, buf + n, gx);
 }
 
 template <class T, class I>
@@ -405,8 +430,7 @@ void backward_nchw(const Pool2dGeom &g, const T *gy, const I *idx, T *gx) {
           for (int64_t h = wd.h0; h < wd.h1; ++h)
             for (int64_t w = wd.w0; w < wd.w1; ++w) buf[size_t(h * g.w + w)] += share;
         }
-      T *xp = gx + p * in_sz;
-      for (int64_t k = 0; k < in_sz; ++k) xp[k] = store<T>(buf[size_t(k)]);
+      store_plane(buf.data(), gx + p * in_sz, in_sz);
     }
   }
 }
@@ -415,6 +439,20 @@ template <class T, class I>
 void backward_nhwc(const Pool2dGeom &g, const T *gy, const I *idx, T *gx) {
   using A = acc_t<T>;
   const int64_t C = g.c, in_sz = g.h * g.w * C, out_sz = g.oh * g.ow * C;
+  if (g.kind == PoolKind::Max && g.stride_h >= g.kh && g.stride_w >= g.kw) {
+    // Windows that do not overlap: each input cell receives at most one
+    // gradient, stored as it is (+0, as backward_nchw).
+#pragma omp parallel for schedule(static)
+    for (int64_t n = 0; n < g.n; ++n) {
+      T *xp = gx + n * in_sz;
+      const T *gp = gy + n * out_sz;
+      const I *ip = idx + n * out_sz;
+      std::fill(xp, xp + in_sz, store<T>(A(0)));
+      for (int64_t o = 0; o < out_sz; o += C)
+        for (int64_t c = 0; c < C; ++c) xp[ip[o + c] * C + c] = store<T>(A(load<T>(gp[o + c]) + A(0)));
+    }
+    return;
+  }
 #pragma omp parallel
   {
     std::vector<A> buf(static_cast<size_t>(in_sz));
@@ -438,8 +476,7 @@ void backward_nhwc(const Pool2dGeom &g, const T *gy, const I *idx, T *gx) {
               for (int64_t c = 0; c < C; ++c) bp[c] += load<T>(gp[o + c]) / div;
             }
         }
-      T *xp = gx + n * in_sz;
-      for (int64_t k = 0; k < in_sz; ++k) xp[k] = store<T>(buf[size_t(k)]);
+      store_plane(buf.data(), gx + n * in_sz, in_sz);
     }
   }
 }
