@@ -139,6 +139,23 @@ struct RowChunks {
   int64_t end(int64_t k, int64_t outer) const { return std::min(outer, (k + 1) * rows); }
 };
 
+// n elements at p as the chunk loops read them: half types widened into
+// this thread's float buffer `slot` (0 or 1) in one call (F16C for f16,
+// whose software conversion per element cost more than the sums), others
+// in place.
+template <class T>
+auto chunk_in_float(const T *p, int64_t n, int slot) {
+  if constexpr (cpu::is_half_v<T>) {
+    thread_local std::vector<float> buf[2];
+    std::vector<float> &v = buf[slot];
+    if (v.size() < size_t(n)) v.resize(size_t(n));
+    cpu::widen(p, v.data(), n);
+    return static_cast<const float *>(v.data());
+  } else {
+    return p;
+  }
+}
+
 // Per chunk k of NHWC x: sum[k][ch] and the chunk's centred square sum
 // m2[k][ch] (centred on the chunk's own mean, with the chunk in cache),
 // joined over the chunks as the staged rows of bn_stats are.
@@ -148,18 +165,20 @@ void bn_stats_nhwc(const T *x, int64_t outer, int64_t c, double *mean, double *m
   std::vector<double> sum(size_t(rc.count * c), 0.0), sq(size_t(rc.count * c), 0.0);
 #pragma omp parallel for schedule(static) if (rc.count > 1)
   for (int64_t k = 0; k < rc.count; ++k) {
-    const int64_t o0 = rc.begin(k), o1 = rc.end(k, outer);
+    const int64_t o0 = rc.begin(k), o1 = rc.end(k, outer), rows = o1 - o0;
     double *__restrict s = sum.data() + k * c, *__restrict q = sq.data() + k * c;
+    const auto *xk = chunk_in_float(x + o0 * c, rows * c, 0);
+    using R = elem_t<decltype(xk)>;
     cpu::run_kernel([&]() MIXP_KERNEL_BODY {
-      for (int64_t o = o0; o < o1; ++o) {
-        const T *__restrict r = x + o * c;
-        for (int64_t ch = 0; ch < c; ++ch) s[ch] += double(load<T>(r[ch]));
+      for (int64_t o = 0; o < rows; ++o) {
+        const R *__restrict r = xk + o * c;
+        for (int64_t ch = 0; ch < c; ++ch) s[ch] += double(load<R>(r[ch]));
       }
-      const double inv = 1.0 / double(o1 - o0);
-      for (int64_t o = o0; o < o1; ++o) {
-        const T *__restrict r = x + o * c;
+      const double inv = 1.0 / double(rows);
+      for (int64_t o = 0; o < rows; ++o) {
+        const R *__restrict r = xk + o * c;
         for (int64_t ch = 0; ch < c; ++ch) {
-          const double d = double(load<T>(r[ch])) - s[ch] * inv;
+          const double d = double(load<R>(r[ch])) - s[ch] * inv;
           q[ch] += d * d;
         }
       }
@@ -192,14 +211,17 @@ void bn_backward_sums_nhwc(const T *x, const T *gy, int64_t outer, int64_t c, co
   for (int64_t k = 0; k < rc.count; ++k) {
     double *__restrict a = sg.data() + k * c, *__restrict b = sgx.data() + k * c;
     const double *__restrict m = mu.data();
-    const int64_t o0 = rc.begin(k), o1 = rc.end(k, outer);
+    const int64_t o0 = rc.begin(k), rows = rc.end(k, outer) - o0;
+    const auto *xk = chunk_in_float(x + o0 * c, rows * c, 0);
+    const auto *gk = chunk_in_float(gy + o0 * c, rows * c, 1);
+    using R = elem_t<decltype(xk)>;
     cpu::run_kernel([&]() MIXP_KERNEL_BODY {
-      for (int64_t o = o0; o < o1; ++o) {
-        const T *__restrict xr = x + o * c, *__restrict gr = gy + o * c;
+      for (int64_t o = 0; o < rows; ++o) {
+        const R *__restrict xr = xk + o * c, *__restrict gr = gk + o * c;
         for (int64_t ch = 0; ch < c; ++ch) {
-          const double g = double(load<T>(gr[ch]));
+          const double g = double(load<R>(gr[ch]));
           a[ch] += g;
-          b[ch] += g * (double(load<T>(xr[ch])) - m[ch]);
+          b[ch] += g * (double(load<R>(xr[ch])) - m[ch]);
         }
       }
     });

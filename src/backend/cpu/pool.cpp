@@ -442,14 +442,32 @@ void backward_nhwc(const Pool2dGeom &g, const T *gy, const I *idx, T *gx) {
   if (g.kind == PoolKind::Max && g.stride_h >= g.kh && g.stride_w >= g.kw) {
     // Windows that do not overlap: each input cell receives at most one
     // gradient, stored as it is (+0, as backward_nchw).
+    if constexpr (cpu::is_half_v<T>) {
+      // Through float images, widened and rounded in vector loops, as
+      // backward_nchw does: no conversion per scattered element.
+#pragma omp parallel
+      {
+        std::vector<float> g32(static_cast<size_t>(out_sz)), x32(static_cast<size_t>(in_sz));
+#pragma omp for schedule(static)
+        for (int64_t n = 0; n < g.n; ++n) {
+          const I *ip = idx + n * out_sz;
+          cpu::widen(gy + n * out_sz, g32.data(), out_sz);
+          std::fill(x32.begin(), x32.end(), 0.0f);
+          for (int64_t o = 0; o < out_sz; o += C)
+            for (int64_t c = 0; c < C; ++c) x32[size_t(ip[o + c] * C + c)] = g32[size_t(o + c)] + 0.0f;
+          cpu::narrow(x32.data(), gx + n * in_sz, in_sz);
+        }
+      }
+    } else {
 #pragma omp parallel for schedule(static)
-    for (int64_t n = 0; n < g.n; ++n) {
-      T *xp = gx + n * in_sz;
-      const T *gp = gy + n * out_sz;
-      const I *ip = idx + n * out_sz;
-      std::fill(xp, xp + in_sz, store<T>(A(0)));
-      for (int64_t o = 0; o < out_sz; o += C)
-        for (int64_t c = 0; c < C; ++c) xp[ip[o + c] * C + c] = store<T>(A(load<T>(gp[o + c]) + A(0)));
+      for (int64_t n = 0; n < g.n; ++n) {
+        T *xp = gx + n * in_sz;
+        const T *gp = gy + n * out_sz;
+        const I *ip = idx + n * out_sz;
+        std::fill(xp, xp + in_sz, T(0));
+        for (int64_t o = 0; o < out_sz; o += C)
+          for (int64_t c = 0; c < C; ++c) xp[ip[o + c] * C + c] = gp[o + c] + T(0);
+      }
     }
     return;
   }
