@@ -129,11 +129,17 @@ static void make_batch(mixp_session *s, const workload *w, int batch, mixp_tenso
   free(labels);
 }
 
+/* --model-config: keys appended to every mixp model's spec (the PyTorch
+ * twins are unchanged), e.g. channels_last=0 to time the NCHW layout. */
+static const char *g_model_config = NULL;
+
 /* One training configuration; returns the median step time in seconds. */
 static double bench_model(const workload *w, int threads, int batch, int steps, mode m, int64_t *params_out) {
   mixp_session *s = new_session(threads);
   mixp_module *model = NULL;
-  CHECK(mixp_model_create(s, w->spec, &model));
+  char spec[512];
+  snprintf(spec, sizeof spec, "%s%s%s", w->spec, g_model_config ? " " : "", g_model_config ? g_model_config : "");
+  CHECK(mixp_model_create(s, spec, &model));
   if (params_out) *params_out = count_parameters(model);
   int np = mixp_module_num_parameters(model);
   mixp_tensor **params = calloc((size_t)np, sizeof *params);
@@ -304,14 +310,16 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: mixp-bench [--workload mlp|cnn|resnet18|gpt|gemm]... [--threads N] [--steps N] [--batch N]\n"
           "                  [--python PATH | --no-torch] [--torch-script PATH]\n"
-          "                  [--only o0|o1-bf16|o2-bf16|o2-f16] [--device cpu]\n"
+          "                  [--only o0|o1-bf16|o2-bf16|o2-f16] [--model-config \"K=V ...\"] [--device cpu]\n"
           "       mixp-bench --device cuda[:N] ... (GPU workloads; --device cuda --help)\n"
           "Measures mixp's training steps under O0/O1/O2 beside identical PyTorch models\n"
           "(bench/torch/cpu_workloads.py, fp32 and bf16 autocast) in the same run.\n"
           "PyTorch is run with --python PATH, else $MIXP_BENCH_PYTHON, else the first\n"
           "python3 on PATH whose torch is 2.x or later (e.g. a venv: pip install torch).\n"
           "--batch and --steps override every workload's defaults; --only runs one mode of\n"
-          "one workload without PyTorch (for profilers).\n");
+          "one workload without PyTorch (for profilers). --model-config adds keys to every\n"
+          "mixp model's configuration, not the PyTorch twins' (e.g. channels_last=0 for cnn\n"
+          "and resnet18).\n");
 }
 
 int main(int argc, char **argv) {
@@ -355,6 +363,12 @@ int main(int argc, char **argv) {
         return 2;
       }
       ++i;
+    } else if (v && !strcmp(a, "--model-config")) {
+      if (strlen(v) > 256) {
+        fprintf(stderr, "mixp-bench: --model-config is longer than 256 characters\n");
+        return 2;
+      }
+      g_model_config = v, ++i;
     } else if (v && !strcmp(a, "--torch-script")) {
       script = v, ++i;
     } else if (v && !strcmp(a, "--python")) {

@@ -5,15 +5,18 @@
 
 #include "core/error.hpp"
 #include "models/models.hpp"
+#include "core/session.hpp"
 #include "nn/api_call.hpp"
+#include "nn/layers.hpp"
 
 namespace mixp::models {
 
 std::unique_ptr<Module> conv2d(Session *s, int64_t in, int64_t out, int64_t kernel,
                                int64_t stride, int64_t pad, int64_t groups, bool bias,
-                               mixp_dtype dtype, ConvInit init) {
+                               mixp_dtype dtype, ConvInit init, mixp_layout layout) {
   mixp_conv2d_options g;
   mixp_conv2d_options_init(&g);
+  g.layout = layout;
   g.stride_h = g.stride_w = stride;
   g.pad_h = g.pad_w = pad;
   g.groups = groups;
@@ -30,9 +33,8 @@ std::unique_ptr<Module> conv2d(Session *s, int64_t in, int64_t out, int64_t kern
 }
 
 std::unique_ptr<Module> batchnorm2d(Session *s, int64_t c, double eps, double momentum,
-                                    mixp_dtype dtype) {
-  mixp_module *m = nullptr;
-  return nn::adopt(mixp_batchnorm2d_create(s, c, eps, momentum, 1, dtype, &m), m);
+                                    mixp_dtype dtype, mixp_layout layout) {
+  return make_batchnorm2d(s, c, eps, momentum, true, dtype, "mixp_model_create", layout);
 }
 
 std::unique_ptr<Module> linear(Session *s, int64_t in, int64_t out, bool bias, mixp_dtype dtype) {
@@ -57,6 +59,23 @@ std::unique_ptr<Module> attention(Session *s, int64_t e, int64_t heads, double d
 }
 
 bool get_checkpoint(Config &cfg) { return cfg.get_int("checkpoint", 0, 0, 1) != 0; }
+
+mixp_layout get_layout(Session *s, Config &cfg) {
+  const bool cpu = s->device == "cpu";
+  return cfg.get_int("channels_last", cpu ? 1 : 0, 0, 1) != 0 ? MIXP_NHWC : MIXP_NCHW;
+}
+
+TensorPtr to_layout(const TensorPtr &x, mixp_layout layout) {
+  if (layout == MIXP_NCHW) return x;
+  static const int kToNhwc[4] = {0, 2, 3, 1};
+  return nn::call(mixp_contiguous, nn::call(mixp_permute, x.get(), kToNhwc, 4).get());
+}
+
+TensorPtr from_layout(const TensorPtr &x, mixp_layout layout) {
+  if (layout == MIXP_NCHW) return x;
+  static const int kToNchw[4] = {0, 3, 1, 2};
+  return nn::call(mixp_contiguous, nn::call(mixp_permute, x.get(), kToNchw, 4).get());
+}
 
 TensorPtr checkpointed(const Module &m, bool on, const std::function<TensorPtr()> &body) {
   mixp_session *s = m.session();

@@ -28,16 +28,35 @@ std::unique_ptr<Module> make_model(Session *s, const char *config, const char *f
 // (torchvision's ResNet and MobileNetV3).
 enum class ConvInit { Default, KaimingFanOut };
 
+// layout: where a convolutional model keeps its activations' channels
+// (get_layout; the weights are OIHW either way).
 std::unique_ptr<Module> conv2d(Session *s, int64_t in, int64_t out, int64_t kernel,
                                int64_t stride, int64_t pad, int64_t groups, bool bias,
-                               mixp_dtype dtype, ConvInit init);
+                               mixp_dtype dtype, ConvInit init, mixp_layout layout = MIXP_NCHW);
+// (The one block not made through a public create function: the public
+// BatchNorm2d is NCHW.)
 std::unique_ptr<Module> batchnorm2d(Session *s, int64_t c, double eps, double momentum,
-                                    mixp_dtype dtype);
+                                    mixp_dtype dtype, mixp_layout layout = MIXP_NCHW);
 std::unique_ptr<Module> linear(Session *s, int64_t in, int64_t out, bool bias, mixp_dtype dtype);
 std::unique_ptr<Module> layernorm(Session *s, int64_t d, mixp_dtype dtype);
 std::unique_ptr<Module> embedding(Session *s, int64_t n, int64_t d, mixp_dtype dtype);
 std::unique_ptr<Module> attention(Session *s, int64_t e, int64_t heads, double dropout,
                                   mixp_dtype dtype);
+
+// ---- channels last (blocks.cpp) ---------------------------------------------
+// The key channels_last=0|1 of cnn and resnet: 1 keeps the activations NHWC
+// inside the model, as PyTorch's channels_last memory format does. The
+// model's input stays NCHW and its parameters the same tensors (OIHW
+// weights, the classifier reading features in NCHW order), so results agree
+// with channels_last=0 up to rounding and checkpoints load either way.
+// Default 1 on the CPU: oneDNN convolves NHWC natively, where NCHW cost a
+// reorder of each activation in and out of every convolution (~2 ms of the
+// cnn's ~18 ms bf16 step on the AMX Xeon); 0 on CUDA, not yet measured there.
+mixp_layout get_layout(Session *s, Config &cfg);
+// x (NCHW) as the model's layout: a contiguous NHWC copy, or x itself.
+TensorPtr to_layout(const TensorPtr &x, mixp_layout layout);
+// The inverse, for the classifier's NCHW-ordered features.
+TensorPtr from_layout(const TensorPtr &x, mixp_layout layout);
 
 // ---- activation checkpointing per block (blocks.cpp) -----------------------
 // Every model reads the key checkpoint=0|1. With 1 it runs each block in a

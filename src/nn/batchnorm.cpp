@@ -1,4 +1,5 @@
-// BatchNorm2d: mixp_batch_norm over the channels of NCHW (or [N, C]) input,
+// BatchNorm2d: mixp_batch_norm over the channels of NCHW (or [N, C]) input
+// (NHWC for the zoo's channels-last models: make_batchnorm2d's layout),
 // with PyTorch's parameters and buffers: weight (1) and bias (0) when affine;
 // running_mean (0), running_var (1) and num_batches_tracked (I64 scalar).
 #include <cmath>
@@ -12,8 +13,8 @@ namespace {
 
 class BatchNorm2d final : public Module {
  public:
-  BatchNorm2d(Session *s, int64_t c, double eps, double momentum, bool affine, DType dtype)
-      : Module(s, "BatchNorm2d"), eps_(eps), momentum_(momentum) {
+  BatchNorm2d(Session *s, int64_t c, double eps, double momentum, bool affine, DType dtype, mixp_layout layout)
+      : Module(s, "BatchNorm2d"), eps_(eps), momentum_(momentum), layout_(layout) {
     if (affine) {
       weight_ = register_parameter("weight", nn::as_parameter(nn::full_tensor(s, dtype, &c, 1, 1)));
       bias_ = register_parameter("bias", nn::as_parameter(nn::full_tensor(s, dtype, &c, 1, 0)));
@@ -33,7 +34,7 @@ class BatchNorm2d final : public Module {
     const bool train = training();
     auto run = [&](const TensorPtr &in) {
       return nn::call(mixp_batch_norm, in.get(), w, b, buffer_slot(mean_).get(), buffer_slot(var_).get(),
-                      int(train), momentum_, eps_, MIXP_NCHW);
+                      int(train), momentum_, eps_, layout_);
     };
     // mixp_batch_norm takes F32, F16 and BF16 data and parameters in any
     // mix (computing in fp32, output in x's dtype): half activations meet
@@ -59,6 +60,7 @@ class BatchNorm2d final : public Module {
   }
 
   double eps_, momentum_;
+  mixp_layout layout_;
   size_t weight_ = kNone, bias_ = kNone, mean_ = kNone, var_ = kNone, count_ = kNone;
 };
 
@@ -66,7 +68,7 @@ class BatchNorm2d final : public Module {
 
 std::unique_ptr<Module> make_batchnorm2d(Session *s, int64_t features, double eps,
                                          double momentum, bool affine, DType dtype,
-                                         const char *fn) {
+                                         const char *fn, mixp_layout layout) {
   if (features < 1)
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": num_features must be >= 1, got ", features);
   if (!(eps > 0.0) || !std::isfinite(eps))
@@ -74,7 +76,7 @@ std::unique_ptr<Module> make_batchnorm2d(Session *s, int64_t features, double ep
   if (!(momentum >= 0.0 && momentum <= 1.0))
     fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": momentum must be in [0, 1], got ", momentum);
   check_param_dtype(dtype, fn);
-  return std::make_unique<BatchNorm2d>(s, features, eps, momentum, affine, dtype);
+  return std::make_unique<BatchNorm2d>(s, features, eps, momentum, affine, dtype, layout);
 }
 
 }  // namespace mixp

@@ -17,9 +17,11 @@ std::unique_ptr<Module> make_conv2d(Session *s, int64_t in_channels, int64_t out
                                     int64_t kernel_h, int64_t kernel_w,
                                     const mixp_conv2d_options *geom, bool bias, DType dtype,
                                     const char *fn);
+// layout: where the channels of a 4-D input are (mixp_batchnorm2d_create's
+// layer is NCHW; the zoo's convolutional models may run NHWC).
 std::unique_ptr<Module> make_batchnorm2d(Session *s, int64_t features, double eps,
                                          double momentum, bool affine, DType dtype,
-                                         const char *fn);
+                                         const char *fn, mixp_layout layout = MIXP_NCHW);
 std::unique_ptr<Module> make_layernorm(Session *s, int64_t normalized_size, double eps,
                                        bool affine, DType dtype, const char *fn);
 std::unique_ptr<Module> make_embedding(Session *s, int64_t num_embeddings, int64_t dim,
@@ -63,10 +65,12 @@ class Functional final : public Module {
 std::unique_ptr<Module> relu(Session *s);
 std::unique_ptr<Module> hardswish(Session *s);
 std::unique_ptr<Module> dropout(Session *s, double p);
-// max_pool2d over square windows (NCHW).
-std::unique_ptr<Module> max_pool2d(Session *s, int64_t kernel, int64_t stride, int64_t pad);
-// Global average pooling to [N, C, 1, 1] (NCHW).
-std::unique_ptr<Module> global_avg_pool(Session *s);
+// max_pool2d over square windows.
+std::unique_ptr<Module> max_pool2d(Session *s, int64_t kernel, int64_t stride, int64_t pad,
+                                   mixp_layout layout = MIXP_NCHW);
+// Global average pooling to [N, C, 1, 1] (NCHW) or [N, 1, 1, C] (NHWC):
+// flattened, the same [N, C] either way.
+std::unique_ptr<Module> global_avg_pool(Session *s, mixp_layout layout = MIXP_NCHW);
 // Merges dims start_dim..-1.
 std::unique_ptr<Module> flatten(Session *s, int start_dim);
 

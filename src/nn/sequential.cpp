@@ -44,19 +44,21 @@ std::unique_ptr<Module> dropout(Session *s, double p) {
   });
 }
 
-std::unique_ptr<Module> max_pool2d(Session *s, int64_t kernel, int64_t stride, int64_t pad) {
+std::unique_ptr<Module> max_pool2d(Session *s, int64_t kernel, int64_t stride, int64_t pad,
+                                   mixp_layout layout) {
   mixp_pool2d_options o;
   mixp_pool2d_options_init(&o);
   o.kernel_h = o.kernel_w = kernel;
   o.stride_h = o.stride_w = stride;
   o.pad_h = o.pad_w = pad;
+  o.layout = layout;
   return std::make_unique<Functional>(
       s, "MaxPool2d", [o](const TensorPtr &x, bool) { return call(mixp_max_pool2d, x.get(), &o); });
 }
 
-std::unique_ptr<Module> global_avg_pool(Session *s) {
-  return std::make_unique<Functional>(s, "AdaptiveAvgPool2d", [](const TensorPtr &x, bool) {
-    return call(mixp_adaptive_avg_pool2d, x.get(), int64_t(1), int64_t(1), MIXP_NCHW);
+std::unique_ptr<Module> global_avg_pool(Session *s, mixp_layout layout) {
+  return std::make_unique<Functional>(s, "AdaptiveAvgPool2d", [layout](const TensorPtr &x, bool) {
+    return call(mixp_adaptive_avg_pool2d, x.get(), int64_t(1), int64_t(1), layout);
   });
 }
 

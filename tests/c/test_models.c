@@ -490,6 +490,94 @@ static void test_seeded_construction(void **state) {
   mixp_session_destroy(s);
 }
 
+/* One training-mode forward and backward of a model built with `seed`:
+ * the output, every parameter's gradient and every buffer, as values. */
+typedef struct zoo_run {
+  double *out, *grads[160], *bufs[160];
+  int64_t nout, ngrad[160], nbuf[160];
+  int np, nb;
+} zoo_run;
+
+static zoo_run zoo_step(mixp_session *s, const char *config, const int64_t *xs) {
+  zoo_run r;
+  MT_OK(mixp_session_set_seed(s, 11));
+  mixp_module *m = model(s, config);
+  r.np = mixp_module_num_parameters(m);
+  r.nb = mixp_module_num_buffers(m);
+  assert_true(r.np <= 160 && r.nb <= 160);
+  int64_t n = xs[0] * xs[1] * xs[2] * xs[3];
+  double *v = malloc(sizeof(double) * (size_t)n);
+  mt_fill(v, n, -1, 1, 12);
+  mixp_tensor *x = mt_tensor(s, MIXP_F64, v, xs, 4), *y = NULL, *sq = NULL, *loss = NULL;
+  free(v);
+  MT_OK(mixp_module_forward(m, x, &y));
+  MT_OK(mixp_mul(y, y, &sq));
+  MT_OK(mixp_sum(sq, NULL, 0, 0, &loss));
+  MT_OK(mixp_backward(loss, NULL));
+  r.out = mt_values(y);
+  r.nout = mixp_tensor_numel(y);
+  for (int i = 0; i < r.np; ++i) {
+    mixp_tensor *p = NULL, *g = NULL;
+    MT_OK(mixp_module_parameter(m, i, &p));
+    MT_OK(mixp_tensor_grad(p, &g));
+    assert_non_null(g);
+    r.grads[i] = mt_values(g);
+    r.ngrad[i] = mixp_tensor_numel(g);
+    mixp_tensor_release(g);
+    mixp_tensor_release(p);
+  }
+  for (int i = 0; i < r.nb; ++i) {
+    mixp_tensor *b = NULL;
+    MT_OK(mixp_module_buffer(m, i, &b));
+    r.bufs[i] = mt_values(b);
+    r.nbuf[i] = mixp_tensor_numel(b);
+    mixp_tensor_release(b);
+  }
+  mixp_tensor *all[4] = {x, y, sq, loss};
+  for (int i = 0; i < 4; ++i) mixp_tensor_release(all[i]);
+  mixp_module_destroy(m);
+  return r;
+}
+
+static void free_run(zoo_run *r) {
+  free(r->out);
+  for (int i = 0; i < r->np; ++i) free(r->grads[i]);
+  for (int i = 0; i < r->nb; ++i) free(r->bufs[i]);
+}
+
+/* channels_last=1 (NHWC activations inside) computes what channels_last=0
+ * does from the same parameters: the output, every gradient and the batch
+ * norms' running statistics agree to rounding (F64 here). A CPU session's
+ * default is channels_last=1, bit for bit. */
+static void test_channels_last(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  const char *configs[2] = {"cnn width=4 hidden=8 image_size=12 blocks=2 dropout=0 dtype=f64",
+                            "resnet depth=18 width=4 classes=5 in_channels=3 dtype=f64"};
+  const int64_t shapes[2][4] = {{3, 1, 12, 12}, {2, 3, 20, 20}};
+  for (int k = 0; k < 2; ++k) {
+    char nchw[160], nhwc[160];
+    snprintf(nchw, sizeof nchw, "%s channels_last=0", configs[k]);
+    snprintf(nhwc, sizeof nhwc, "%s channels_last=1", configs[k]);
+    zoo_run a = zoo_step(s, nchw, shapes[k]), b = zoo_step(s, nhwc, shapes[k]);
+    zoo_run d = zoo_step(s, configs[k], shapes[k]);
+    assert_int_equal(a.nout, b.nout);
+    mt_assert_close(b.out, a.out, a.nout, 1e-10, 1e-10);
+    assert_memory_equal(d.out, b.out, sizeof(double) * (size_t)b.nout);
+    assert_int_equal(a.np, b.np);
+    for (int i = 0; i < a.np; ++i) {
+      assert_int_equal(a.ngrad[i], b.ngrad[i]);
+      mt_assert_close(b.grads[i], a.grads[i], a.ngrad[i], 1e-9, 1e-9);
+    }
+    assert_int_equal(a.nb, b.nb);
+    for (int i = 0; i < a.nb; ++i) mt_assert_close(b.bufs[i], a.bufs[i], a.nbuf[i], 1e-10, 1e-10);
+    free_run(&a);
+    free_run(&b);
+    free_run(&d);
+  }
+  mixp_session_destroy(s);
+}
+
 /* Kaiming-normal fan_out convs (torchvision) and N(0, 0.01) classifier. */
 static void test_zoo_inits(void **state) {
   (void)state;
@@ -548,7 +636,7 @@ static void test_config_errors(void **state) {
   MT_FAILS(mixp_model_create(s, "depth=18", &m), MIXP_ERR_INVALID_ARGUMENT,
            "config must start with a model name, got 'depth=18'");
   MT_FAILS(mixp_model_create(s, "resnet depht=18", &m), MIXP_ERR_INVALID_ARGUMENT,
-           "resnet: unknown key 'depht' (known keys: depth, classes, in_channels, width, dtype, checkpoint)");
+           "resnet: unknown key 'depht' (known keys: depth, classes, in_channels, width, dtype, checkpoint, channels_last)");
   MT_FAILS(mixp_model_create(s, "resnet depth=", &m), MIXP_ERR_INVALID_ARGUMENT,
            "key 'depth' has no value");
   MT_FAILS(mixp_model_create(s, "resnet depth", &m), MIXP_ERR_INVALID_ARGUMENT,
@@ -616,6 +704,7 @@ int main(void) {
       cmocka_unit_test(test_train_gpt),
       cmocka_unit_test(test_o2_decorated_training),
       cmocka_unit_test(test_seeded_construction),
+      cmocka_unit_test(test_channels_last),
       cmocka_unit_test(test_zoo_inits),
       cmocka_unit_test(test_config_errors),
   };
