@@ -344,59 +344,64 @@ static void test_nchw_nhwc_equivalence(void **state) {
   }
 }
 
-/* NHWC with more channels than a vector (37: whole vectors and a tail; the
- * loops run across the channels) gives NCHW's maxima, indices' routing and
- * gradients exactly, in F32 and BF16, for tiling windows (the backward
- * stores each gradient) and overlapping padded ones (it sums them). Values
- * are multiples of 1/4, so windows hold ties. */
+/* NHWC with more channels than a vector gives NCHW's maxima, indices'
+ * routing and gradients exactly, in F32 and BF16, for tiling windows (the
+ * backward stores each gradient) and overlapping padded ones (it sums
+ * them): 37 channels (whole vectors and a tail) and 32 (whole vectors of 16,
+ * the maxima kept in registers). Values are multiples of 1/4, so windows
+ * hold ties. */
 static void test_nhwc_many_channels(void **state) {
   mixp_session *s = *state;
-  enum { N = 2, C = 37, H = 7, W = 9, NUM = N * C * H * W };
-  const int64_t shape[4] = {N, C, H, W};
-  static double xv[NUM];
-  mt_fill(xv, NUM, -2, 2, 17);
-  for (int i = 0; i < NUM; ++i) xv[i] = floor(xv[i] * 4.0) / 4.0;
-  const int64_t geo[2][3] = {{2, 2, 0}, {3, 2, 1}}; /* kernel, stride, padding */
-  const mixp_dtype dts[2] = {MIXP_F32, MIXP_BF16};
-  const int to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
-  for (int gi = 0; gi < 2; ++gi)
-    for (int d = 0; d < 2; ++d) {
-      double *vals[2][2];
-      int64_t ny = 0;
-      for (int nhwc = 0; nhwc < 2; ++nhwc) {
-        mixp_tensor *x = mt_tensor(s, dts[d], xv, shape, 4), *xin = x, *xp = NULL;
-        if (nhwc) {
-          MT_OK(mixp_permute(x, to_nhwc, 4, &xp));
-          MT_OK(mixp_contiguous(xp, &xin));
+  enum { N = 2, H = 7, W = 9, MAXNUM = N * 37 * H * W };
+  static double xv[MAXNUM];
+  mt_fill(xv, MAXNUM, -2, 2, 17);
+  for (int i = 0; i < MAXNUM; ++i) xv[i] = floor(xv[i] * 4.0) / 4.0;
+  const int64_t channels[2] = {37, 32};
+  for (int ci = 0; ci < 2; ++ci) {
+    const int64_t C = channels[ci], NUM = N * C * H * W;
+    const int64_t shape[4] = {N, C, H, W};
+    const int64_t geo[2][3] = {{2, 2, 0}, {3, 2, 1}}; /* kernel, stride, padding */
+    const mixp_dtype dts[2] = {MIXP_F32, MIXP_BF16};
+    const int to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
+    for (int gi = 0; gi < 2; ++gi)
+      for (int d = 0; d < 2; ++d) {
+        double *vals[2][2];
+        int64_t ny = 0;
+        for (int nhwc = 0; nhwc < 2; ++nhwc) {
+          mixp_tensor *x = mt_tensor(s, dts[d], xv, shape, 4), *xin = x, *xp = NULL;
+          if (nhwc) {
+            MT_OK(mixp_permute(x, to_nhwc, 4, &xp));
+            MT_OK(mixp_contiguous(xp, &xin));
+          }
+          MT_OK(mixp_tensor_set_requires_grad(xin, 1));
+          mixp_pool2d_options o;
+          mixp_pool2d_options_init(&o);
+          o.kernel_h = o.kernel_w = geo[gi][0];
+          o.stride_h = o.stride_w = geo[gi][1];
+          o.pad_h = o.pad_w = geo[gi][2];
+          o.layout = nhwc ? MIXP_NHWC : MIXP_NCHW;
+          mixp_tensor *y = NULL, *prod = NULL, *loss = NULL, *gx = NULL, *yn = NULL, *gn = NULL;
+          MT_OK(mixp_max_pool2d(xin, &o, &y));
+          ny = mixp_tensor_numel(y);
+          MT_OK(mixp_mul(y, y, &prod)); /* gradients 2y: they differ between cells */
+          MT_OK(mixp_sum(prod, NULL, 0, 0, &loss));
+          MT_OK(mixp_backward(loss, NULL));
+          MT_OK(mixp_tensor_grad(xin, &gx));
+          if (nhwc) {
+            MT_OK(mixp_permute(y, to_nchw, 4, &yn));
+            MT_OK(mixp_permute(gx, to_nchw, 4, &gn));
+          }
+          vals[nhwc][0] = mt_values(nhwc ? yn : y);
+          vals[nhwc][1] = mt_values(nhwc ? gn : gx);
+          mixp_tensor *all[9] = {x, xp, nhwc ? xin : NULL, y, prod, loss, gx, yn, gn};
+          for (int k = 0; k < 9; ++k)
+            if (all[k]) mixp_tensor_release(all[k]);
         }
-        MT_OK(mixp_tensor_set_requires_grad(xin, 1));
-        mixp_pool2d_options o;
-        mixp_pool2d_options_init(&o);
-        o.kernel_h = o.kernel_w = geo[gi][0];
-        o.stride_h = o.stride_w = geo[gi][1];
-        o.pad_h = o.pad_w = geo[gi][2];
-        o.layout = nhwc ? MIXP_NHWC : MIXP_NCHW;
-        mixp_tensor *y = NULL, *prod = NULL, *loss = NULL, *gx = NULL, *yn = NULL, *gn = NULL;
-        MT_OK(mixp_max_pool2d(xin, &o, &y));
-        ny = mixp_tensor_numel(y);
-        MT_OK(mixp_mul(y, y, &prod)); /* gradients 2y: they differ between cells */
-        MT_OK(mixp_sum(prod, NULL, 0, 0, &loss));
-        MT_OK(mixp_backward(loss, NULL));
-        MT_OK(mixp_tensor_grad(xin, &gx));
-        if (nhwc) {
-          MT_OK(mixp_permute(y, to_nchw, 4, &yn));
-          MT_OK(mixp_permute(gx, to_nchw, 4, &gn));
-        }
-        vals[nhwc][0] = mt_values(nhwc ? yn : y);
-        vals[nhwc][1] = mt_values(nhwc ? gn : gx);
-        mixp_tensor *all[9] = {x, xp, nhwc ? xin : NULL, y, prod, loss, gx, yn, gn};
-        for (int k = 0; k < 9; ++k)
-          if (all[k]) mixp_tensor_release(all[k]);
+        mt_assert_close(vals[1][0], vals[0][0], ny, 0, 0);
+        mt_assert_close(vals[1][1], vals[0][1], NUM, 0, 0);
+        for (int k = 0; k < 4; ++k) free(vals[k / 2][k % 2]);
       }
-      mt_assert_close(vals[1][0], vals[0][0], ny, 0, 0);
-      mt_assert_close(vals[1][1], vals[0][1], NUM, 0, 0);
-      for (int k = 0; k < 4; ++k) free(vals[k / 2][k % 2]);
-    }
+  }
 }
 
 /* ---- misuse ------------------------------------------------------------------- */

@@ -139,13 +139,13 @@ struct RowChunks {
   int64_t end(int64_t k, int64_t outer) const { return std::min(outer, (k + 1) * rows); }
 };
 
-// n elements at p as the chunk loops read them: half types widened into
-// this thread's float buffer `slot` (0 or 1) in one call (F16C for f16,
-// whose software conversion per element cost more than the sums), others
-// in place.
+// n elements at p as the chunk loops read them: f16 widened into this
+// thread's float buffer `slot` (0 or 1) in one call (F16C; the software
+// conversion per element cost more than the sums), others in place (bf16
+// widens with a shift inside the loops).
 template <class T>
 auto chunk_in_float(const T *p, int64_t n, int slot) {
-  if constexpr (cpu::is_half_v<T>) {
+  if constexpr (std::is_same_v<T, f16>) {
     thread_local std::vector<float> buf[2];
     std::vector<float> &v = buf[slot];
     if (v.size() < size_t(n)) v.resize(size_t(n));
@@ -346,29 +346,31 @@ void per_channel_map(int64_t outer, int64_t c, int64_t inner, const T *a, const 
     }
   };
   if (inner == 1 && c < cpu::kHalfTile) {
-    // NHWC rows of few channels: a tile of whole rows per kernel call (one
-    // widening and one rounding per tile, not per row of c elements).
+    // NHWC rows of few channels: a tile of whole rows per kernel call (for
+    // f16 one widening and one rounding per tile, not per row of c
+    // elements; bf16 converts with a shift and a rounding in the loop).
     const int64_t per = cpu::kHalfTile / c, blocks = (outer + per - 1) / per;
-    auto rows = [&](const R *ra, const R *rb, R *ro, int64_t count) {
+    auto rows = [&](const auto *ra, const auto *rb, auto *ro, int64_t count) {
+      using E = elem_t<decltype(ra)>;
       cpu::run_kernel([&]() MIXP_KERNEL_BODY {
         for (int64_t r = 0; r < count; ++r) {
-          const R *__restrict pa = ra + r * c;
-          R *__restrict po = ro + r * c;
+          const E *__restrict pa = ra + r * c;
+          E *__restrict po = ro + r * c;
           if (rb)
-            for (int64_t ch = 0; ch < c; ++ch) po[ch] = store<R>(f(load<R>(pa[ch]), load<R>(rb[r * c + ch]), ch));
+            for (int64_t ch = 0; ch < c; ++ch) po[ch] = store<E>(f(load<E>(pa[ch]), load<E>(rb[r * c + ch]), ch));
           else
-            for (int64_t ch = 0; ch < c; ++ch) po[ch] = store<R>(f(load<R>(pa[ch]), A(0), ch));
+            for (int64_t ch = 0; ch < c; ++ch) po[ch] = store<E>(f(load<E>(pa[ch]), A(0), ch));
         }
       });
     };
 #pragma omp parallel for schedule(static) if (outer * c > kChunk)
     for (int64_t bk = 0; bk < blocks; ++bk) {
       const int64_t o0 = bk * per, count = std::min(outer, o0 + per) - o0, base = o0 * c, n = count * c;
-      if constexpr (cpu::is_half_v<T>) {
+      if constexpr (std::is_same_v<T, f16>) {
         alignas(64) float ta[cpu::kHalfTile], tb[cpu::kHalfTile];
         cpu::widen(a + base, ta, n);
         if (b) cpu::widen(b + base, tb, n);
-        rows(ta, b ? tb : nullptr, ta, count);
+        rows(static_cast<const float *>(ta), b ? static_cast<const float *>(tb) : nullptr, ta, count);
         cpu::narrow(ta, out + base, n);
       } else {
         rows(a + base, b ? b + base : nullptr, out + base, count);

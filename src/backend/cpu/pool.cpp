@@ -316,6 +316,7 @@ void forward_nhwc(const Pool2dGeom &g, const T *x, T *y, I *idx) {
   // The positions beside float maxima in int32 where the indices are
   // (pool_index_dtype), so that the selects stay in one register width.
   using P = std::conditional_t<std::is_same_v<I, int32_t>, int32_t, int64_t>;
+  constexpr int kLanes = 16;  // one AVX-512 vector of fp32
   const int64_t C = g.c;
   const Windows win(g);
 #pragma omp parallel
@@ -332,7 +333,36 @@ void forward_nhwc(const Pool2dGeom &g, const T *x, T *y, I *idx) {
           for (int64_t j = 0; j < g.ow; ++j) {
             const Window wd = win.at(g, i, j);
             const int64_t o = ((n * g.oh + i) * g.ow + j) * C;
-            if (g.kind == PoolKind::Max) {
+            if (g.kind == PoolKind::Max && C % kLanes == 0) {
+              // Whole vectors of channels, each window's maxima held in
+              // registers while its cells are read (the loop below keeps
+              // them in m[], a load and a store per cell and channel).
+              const P first = P(wd.h0 * g.w + wd.w0);
+              for (int64_t c0 = 0; c0 < C; c0 += kLanes) {
+                A mv[kLanes];
+                P av[kLanes];
+                for (int l = 0; l < kLanes; ++l) {
+                  mv[l] = -std::numeric_limits<A>::infinity();
+                  av[l] = first;
+                }
+                for (int64_t h = wd.h0; h < wd.h1; ++h)
+                  for (int64_t w = wd.w0; w < wd.w1; ++w) {
+                    const T *__restrict xp = xn + (h * g.w + w) * C + c0;
+                    const P pos = P(h * g.w + w);
+#pragma omp simd
+                    for (int l = 0; l < kLanes; ++l) {
+                      const A v = load<T>(xp[l]);
+                      const bool t = takes_max(v, mv[l]);
+                      mv[l] = t ? v : mv[l];
+                      av[l] = t ? pos : av[l];
+                    }
+                  }
+                for (int l = 0; l < kLanes; ++l) {
+                  y[o + c0 + l] = store<T>(mv[l]);
+                  idx[o + c0 + l] = I(av[l]);
+                }
+              }
+            } else if (g.kind == PoolKind::Max) {
               const P first = P(wd.h0 * g.w + wd.w0);
               for (int64_t c = 0; c < C; ++c) {
                 m[c] = -std::numeric_limits<A>::infinity();
