@@ -398,49 +398,53 @@ static void bn_layout_step(mixp_session *s, mixp_dtype dt, mixp_layout layout, c
 static void test_batch_norm_nhwc_many_rows(void **state) {
   (void)state;
   mixp_session *s = mt_session();
-  enum { N = 7, C = 5, H = 30, W = 31, NUM = N * C * H * W };
-  const int64_t shape[4] = {N, C, H, W}, c = C;
-  double *x = malloc(sizeof(double) * NUM), *r = malloc(sizeof(double) * NUM), *y = malloc(sizeof(double) * NUM);
-  double w[C], b[C], mean[C], var[C];
-  mt_fill(r, NUM, -1.0, 1.0, 91);
-  mt_fill(w, C, 0.5, 1.5, 92);
-  mt_fill(b, C, -0.5, 0.5, 93);
+  /* 7 * 29 * 31 = 6293 rows: the last chunk and the last run of rows are
+   * odd-sized. 5 channels add row by row, 32 in registers by vectors. */
+  enum { N = 7, H = 29, W = 31, MAXC = 32, MAXNUM = N * MAXC * H * W };
+  const int64_t channels[2] = {5, 32};
+  double *x = malloc(sizeof(double) * MAXNUM), *r = malloc(sizeof(double) * MAXNUM);
+  double *y = malloc(sizeof(double) * MAXNUM);
+  double w[MAXC], b[MAXC], mean[MAXC], var[MAXC], unbiased[MAXC];
+  mt_fill(r, MAXNUM, -1.0, 1.0, 91);
+  mt_fill(w, MAXC, 0.5, 1.5, 92);
+  mt_fill(b, MAXC, -0.5, 0.5, 93);
   const double offsets[2] = {0.0, 1000.0};
-  for (int k = 0; k < 2; ++k)
-    for (int d = 0; d < 4; ++d) {
-      const mixp_dtype dt = FLOATS[d];
-      if (offsets[k] > 0 && (dt == MIXP_F16 || dt == MIXP_BF16)) continue; /* not representable */
-      mt_fill(x, NUM, -1.5, 1.5, 94 + (uint64_t)k);
-      for (int64_t i = 0; i < NUM; ++i) x[i] += offsets[k];
-      double *nhwc[6], *nchw[6];
-      bn_layout_step(s, dt, MIXP_NHWC, shape, x, r, w, b, nhwc);
-      bn_layout_step(s, dt, MIXP_NCHW, shape, x, r, w, b, nchw);
-      /* The statistics of the values as stored (rounded to dt). */
-      mixp_tensor *xt = mt_tensor(s, dt, x, shape, 4);
-      double *xr = mt_values(xt);
-      ref_batch_norm(xr, N, C, H * W, w, b, 1e-5, NULL, NULL, y, mean, var);
-      const double tol = dt == MIXP_F64 ? 1e-12 : 1e-6, m = (double)(N * H * W);
-      double unbiased[C];
-      for (int ch = 0; ch < C; ++ch) unbiased[ch] = var[ch] * m / (m - 1.0);
-      mt_assert_close(nhwc[4], mean, C, tol * (1.0 + offsets[k]), tol);
-      mt_assert_close(nhwc[5], unbiased, C, tol, tol);
-      /* x - mean loses the digits of the offset: the reference's own error. */
-      mt_assert_close(nhwc[0], y, NUM, tol_for(dt) * 4 * (1.0 + offsets[k]), tol_for(dt));
-      /* Both layouts, the same numbers up to the rounding of their sums. */
-      const double t = dt == MIXP_F64 ? 1e-9 : tol_for(dt) * 4;
-      const int64_t sizes[6] = {NUM, NUM, C, C, C, C};
-      for (int i = 0; i < 6; ++i) {
-        mt_assert_close(nhwc[i], nchw[i], sizes[i], t * (1.0 + offsets[k]) * (i == 2 || i == 3 ? 100.0 : 1.0), t);
-        free(nhwc[i]);
-        free(nchw[i]);
+  for (int ci = 0; ci < 2; ++ci)
+    for (int k = 0; k < 2; ++k)
+      for (int d = 0; d < 4; ++d) {
+        const int64_t C = channels[ci], NUM = N * C * H * W;
+        const int64_t shape[4] = {N, C, H, W};
+        const mixp_dtype dt = FLOATS[d];
+        if (offsets[k] > 0 && (dt == MIXP_F16 || dt == MIXP_BF16)) continue; /* not representable */
+        mt_fill(x, NUM, -1.5, 1.5, 94 + (uint64_t)k);
+        for (int64_t i = 0; i < NUM; ++i) x[i] += offsets[k];
+        double *nhwc[6], *nchw[6];
+        bn_layout_step(s, dt, MIXP_NHWC, shape, x, r, w, b, nhwc);
+        bn_layout_step(s, dt, MIXP_NCHW, shape, x, r, w, b, nchw);
+        /* The statistics of the values as stored (rounded to dt). */
+        mixp_tensor *xt = mt_tensor(s, dt, x, shape, 4);
+        double *xr = mt_values(xt);
+        ref_batch_norm(xr, N, C, H * W, w, b, 1e-5, NULL, NULL, y, mean, var);
+        const double tol = dt == MIXP_F64 ? 1e-12 : 1e-6, m = (double)(N * H * W);
+        for (int ch = 0; ch < C; ++ch) unbiased[ch] = var[ch] * m / (m - 1.0);
+        mt_assert_close(nhwc[4], mean, C, tol * (1.0 + offsets[k]), tol);
+        mt_assert_close(nhwc[5], unbiased, C, tol, tol);
+        /* x - mean loses the digits of the offset: the reference's own error. */
+        mt_assert_close(nhwc[0], y, NUM, tol_for(dt) * 4 * (1.0 + offsets[k]), tol_for(dt));
+        /* Both layouts, the same numbers up to the rounding of their sums. */
+        const double t = dt == MIXP_F64 ? 1e-9 : tol_for(dt) * 4;
+        const int64_t sizes[6] = {NUM, NUM, C, C, C, C};
+        for (int i = 0; i < 6; ++i) {
+          mt_assert_close(nhwc[i], nchw[i], sizes[i], t * (1.0 + offsets[k]) * (i == 2 || i == 3 ? 100.0 : 1.0), t);
+          free(nhwc[i]);
+          free(nchw[i]);
+        }
+        free(xr);
+        mixp_tensor_release(xt);
       }
-      free(xr);
-      mixp_tensor_release(xt);
-    }
   free(x);
   free(r);
   free(y);
-  (void)c;
   mixp_session_destroy(s);
 }
 

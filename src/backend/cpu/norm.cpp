@@ -156,33 +156,93 @@ auto chunk_in_float(const T *p, int64_t n, int slot) {
   }
 }
 
+// The NHWC chunk loops of half data add in float, in runs of kFloatRows
+// rows flushed into double: the sums of at most 64 values lose nothing that
+// matters against a half's 8 or 11 bits, and float lanes are twice as many
+// per vector with no conversion to double per element (the loops were
+// compute-bound in double). F32 and F64 data add in double throughout.
+constexpr int64_t kFloatRows = 64;
+template <class T>
+using chunk_acc_t = std::conditional_t<cpu::is_half_v<T>, float, double>;
+// Rows per run of a chunk of `rows`: one run when adding in double.
+template <class T>
+int64_t run_rows(int64_t rows) {
+  return cpu::is_half_v<T> ? kFloatRows : std::max<int64_t>(rows, 1);
+}
+
+// out[ch] = the sum over rows o in [o0, o1) of f(o, ch), for ch in [0, c).
+// Whole vectors of 16 channels add into two accumulators held in registers,
+// one for the even rows and one for the odd (two chains of adds, where a
+// sum kept in out[] waited on a store and a load per row), joined at the
+// end; other channel counts add row by row into out. The order is fixed by
+// the shape either way, the same in every kernel version.
+template <class Acc, class F>
+MIXP_KERNEL_BODY inline void column_sums(int64_t o0, int64_t o1, int64_t c, F f, Acc *__restrict out) {
+  constexpr int kL = 16;
+  if (c % kL == 0) {
+    for (int64_t c0 = 0; c0 < c; c0 += kL) {
+      Acc even[kL], odd[kL];
+#pragma omp simd
+      for (int l = 0; l < kL; ++l) even[l] = odd[l] = 0;
+      int64_t o = o0;
+      for (; o + 2 <= o1; o += 2) {
+#pragma omp simd
+        for (int l = 0; l < kL; ++l) {
+          even[l] += f(o, c0 + l);
+          odd[l] += f(o + 1, c0 + l);
+        }
+      }
+      if (o < o1) {
+#pragma omp simd
+        for (int l = 0; l < kL; ++l) even[l] += f(o, c0 + l);
+      }
+#pragma omp simd
+      for (int l = 0; l < kL; ++l) out[c0 + l] = even[l] + odd[l];
+    }
+    return;
+  }
+  for (int64_t ch = 0; ch < c; ++ch) out[ch] = 0;
+  for (int64_t o = o0; o < o1; ++o)
+    for (int64_t ch = 0; ch < c; ++ch) out[ch] += f(o, ch);
+}
+
 // Per chunk k of NHWC x: sum[k][ch] and the chunk's centred square sum
 // m2[k][ch] (centred on the chunk's own mean, with the chunk in cache),
 // joined over the chunks as the staged rows of bn_stats are.
 template <class T>
 void bn_stats_nhwc(const T *x, int64_t outer, int64_t c, double *mean, double *m2) {
+  using Acc = chunk_acc_t<T>;
   const RowChunks rc(outer, c);
   std::vector<double> sum(size_t(rc.count * c), 0.0), sq(size_t(rc.count * c), 0.0);
-#pragma omp parallel for schedule(static) if (rc.count > 1)
-  for (int64_t k = 0; k < rc.count; ++k) {
-    const int64_t o0 = rc.begin(k), o1 = rc.end(k, outer), rows = o1 - o0;
-    double *__restrict s = sum.data() + k * c, *__restrict q = sq.data() + k * c;
-    const auto *xk = chunk_in_float(x + o0 * c, rows * c, 0);
-    using R = elem_t<decltype(xk)>;
-    cpu::run_kernel([&]() MIXP_KERNEL_BODY {
-      for (int64_t o = 0; o < rows; ++o) {
-        const R *__restrict r = xk + o * c;
-        for (int64_t ch = 0; ch < c; ++ch) s[ch] += double(load<R>(r[ch]));
-      }
-      const double inv = 1.0 / double(rows);
-      for (int64_t o = 0; o < rows; ++o) {
-        const R *__restrict r = xk + o * c;
-        for (int64_t ch = 0; ch < c; ++ch) {
-          const double d = double(load<R>(r[ch])) - s[ch] * inv;
-          q[ch] += d * d;
+#pragma omp parallel
+  {
+    std::vector<Acc> run(static_cast<size_t>(c)), centre(static_cast<size_t>(c));
+#pragma omp for schedule(static)
+    for (int64_t k = 0; k < rc.count; ++k) {
+      const int64_t o0 = rc.begin(k), o1 = rc.end(k, outer), rows = o1 - o0;
+      double *__restrict s = sum.data() + k * c, *__restrict q = sq.data() + k * c;
+      Acc *__restrict a = run.data(), *__restrict mu = centre.data();
+      const auto *xk = chunk_in_float(x + o0 * c, rows * c, 0);
+      using R = elem_t<decltype(xk)>;
+      const int64_t span = run_rows<T>(rows);
+      cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+        const R *__restrict xr = xk;
+        for (int64_t r0 = 0; r0 < rows; r0 += span) {
+          column_sums<Acc>(r0, std::min(rows, r0 + span), c,
+                           [&](int64_t o, int64_t ch) MIXP_KERNEL_BODY { return Acc(load<R>(xr[o * c + ch])); }, a);
+          for (int64_t ch = 0; ch < c; ++ch) s[ch] += double(a[ch]);
         }
-      }
-    });
+        const double inv = 1.0 / double(rows);
+        for (int64_t ch = 0; ch < c; ++ch) mu[ch] = Acc(s[ch] * inv);
+        for (int64_t r0 = 0; r0 < rows; r0 += span) {
+          column_sums<Acc>(r0, std::min(rows, r0 + span), c, [&](int64_t o, int64_t ch) MIXP_KERNEL_BODY {
+            const Acc d = Acc(load<R>(xr[o * c + ch])) - mu[ch];
+            return d * d;
+          }, a);
+          for (int64_t ch = 0; ch < c; ++ch) q[ch] += double(a[ch]);
+        }
+      });
+    }
   }
   const double m = double(outer);
   for (int64_t ch = 0; ch < c; ++ch) {
@@ -204,27 +264,40 @@ void bn_stats_nhwc(const T *x, int64_t outer, int64_t c, double *mean, double *m
 // rows, in the chunks of RowChunks, joined in order.
 template <class T, class S>
 void bn_backward_sums_nhwc(const T *x, const T *gy, int64_t outer, int64_t c, const S *mean, double *sums) {
+  using Acc = chunk_acc_t<T>;
   const RowChunks rc(outer, c);
-  std::vector<double> mu(static_cast<size_t>(c)), sg(size_t(rc.count * c), 0.0), sgx(size_t(rc.count * c), 0.0);
-  for (int64_t ch = 0; ch < c; ++ch) mu[size_t(ch)] = double(mean[ch]);
-#pragma omp parallel for schedule(static) if (rc.count > 1)
-  for (int64_t k = 0; k < rc.count; ++k) {
-    double *__restrict a = sg.data() + k * c, *__restrict b = sgx.data() + k * c;
-    const double *__restrict m = mu.data();
-    const int64_t o0 = rc.begin(k), rows = rc.end(k, outer) - o0;
-    const auto *xk = chunk_in_float(x + o0 * c, rows * c, 0);
-    const auto *gk = chunk_in_float(gy + o0 * c, rows * c, 1);
-    using R = elem_t<decltype(xk)>;
-    cpu::run_kernel([&]() MIXP_KERNEL_BODY {
-      for (int64_t o = 0; o < rows; ++o) {
-        const R *__restrict xr = xk + o * c, *__restrict gr = gk + o * c;
-        for (int64_t ch = 0; ch < c; ++ch) {
-          const double g = double(load<R>(gr[ch]));
-          a[ch] += g;
-          b[ch] += g * (double(load<R>(xr[ch])) - m[ch]);
+  std::vector<Acc> mu(static_cast<size_t>(c));
+  std::vector<double> sg(size_t(rc.count * c), 0.0), sgx(size_t(rc.count * c), 0.0);
+  for (int64_t ch = 0; ch < c; ++ch) mu[size_t(ch)] = Acc(mean[ch]);
+#pragma omp parallel
+  {
+    std::vector<Acc> run_g(static_cast<size_t>(c)), run_gx(static_cast<size_t>(c));
+#pragma omp for schedule(static)
+    for (int64_t k = 0; k < rc.count; ++k) {
+      double *__restrict a = sg.data() + k * c, *__restrict b = sgx.data() + k * c;
+      Acc *__restrict ra = run_g.data(), *__restrict rb = run_gx.data();
+      const Acc *__restrict m = mu.data();
+      const int64_t o0 = rc.begin(k), rows = rc.end(k, outer) - o0;
+      const auto *xk = chunk_in_float(x + o0 * c, rows * c, 0);
+      const auto *gk = chunk_in_float(gy + o0 * c, rows * c, 1);
+      using R = elem_t<decltype(xk)>;
+      const int64_t span = run_rows<T>(rows);
+      cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+        const R *__restrict xr = xk, *__restrict gr = gk;
+        for (int64_t r0 = 0; r0 < rows; r0 += span) {
+          const int64_t r1 = std::min(rows, r0 + span);
+          column_sums<Acc>(r0, r1, c,
+                           [&](int64_t o, int64_t ch) MIXP_KERNEL_BODY { return Acc(load<R>(gr[o * c + ch])); }, ra);
+          column_sums<Acc>(r0, r1, c, [&](int64_t o, int64_t ch) MIXP_KERNEL_BODY {
+            return Acc(load<R>(gr[o * c + ch])) * (Acc(load<R>(xr[o * c + ch])) - m[ch]);
+          }, rb);
+          for (int64_t ch = 0; ch < c; ++ch) {
+            a[ch] += double(ra[ch]);
+            b[ch] += double(rb[ch]);
+          }
         }
-      }
-    });
+      });
+    }
   }
   for (int64_t ch = 0; ch < c; ++ch) {
     double s0 = 0.0, s1 = 0.0;
