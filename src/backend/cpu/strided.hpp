@@ -2,6 +2,7 @@
 // walked as rows of the innermost dimension, so kernels run a tight inner
 // loop with constant strides and the rows can be split across threads.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "backend/backend.hpp"
@@ -30,6 +31,21 @@ void for_each_row(int ndim, const int64_t *shape, const int64_t *const *strides,
   for (int d = 0; d < ndim - 1; ++d) rows *= shape[d];
   int64_t inner_st[N];
   for (int k = 0; k < N; ++k) inner_st[k] = strides[k][ndim - 1];
+  // A contiguous tensor collapses to one row: split it into pieces, so that
+  // it runs on every thread too (a cast of a 128x3136 activation ran on one).
+  constexpr int64_t kPiece = 16384;
+  if (parallel && rows == 1 && inner >= 2 * kPiece) {
+    const int64_t pieces = (inner + kPiece - 1) / kPiece;
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < pieces; ++p) {
+      int64_t off[N];
+      for (int k = 0; k < N; ++k) off[k] = p * kPiece * inner_st[k];
+      int64_t st[N];
+      for (int k = 0; k < N; ++k) st[k] = inner_st[k];
+      fn(off, std::min(kPiece, inner - p * kPiece), st);
+    }
+    return;
+  }
 #pragma omp parallel for schedule(static) if (parallel && rows > 1)
   for (int64_t r = 0; r < rows; ++r) {
     int64_t off[N] = {};
