@@ -305,6 +305,33 @@ void forward_nchw(const Pool2dGeom &g, const T *x, T *y, I *idx) {
   }
 }
 
+// The maxima m[l] and first positions at[l] of channels l < n over window
+// wd of an NHWC image (x: its first channel of interest, C channels per
+// cell), in window order under the first-maximum/NaN rule. n is a
+// compile-time count (std::integral_constant) for whole vectors, whose
+// accumulators then stay in registers, or the run-time channel count.
+template <class T, class A, class P, class N>
+MIXP_KERNEL_BODY inline void window_max(const Pool2dGeom &g, const Window &wd, const T *x, int64_t C, N n,
+                                        A *__restrict m, P *__restrict at) {
+  const P first = P(wd.h0 * g.w + wd.w0);
+  for (int64_t l = 0; l < int64_t(n); ++l) {
+    m[l] = -std::numeric_limits<A>::infinity();
+    at[l] = first;
+  }
+  for (int64_t h = wd.h0; h < wd.h1; ++h)
+    for (int64_t w = wd.w0; w < wd.w1; ++w) {
+      const T *__restrict xp = x + (h * g.w + w) * C;
+      const P pos = P(h * g.w + w);
+#pragma omp simd
+      for (int64_t l = 0; l < int64_t(n); ++l) {
+        const A v = load<T>(xp[l]);
+        const bool t = takes_max(v, m[l]);
+        m[l] = t ? v : m[l];
+        at[l] = t ? pos : at[l];
+      }
+    }
+}
+
 // NHWC: an output cell's C channels are contiguous, and so are its window
 // cells' (each at (h * w + w) * C), so every loop runs across the channels,
 // in vectors, with the same first-maximum/NaN rule and window order as the
@@ -334,51 +361,19 @@ void forward_nhwc(const Pool2dGeom &g, const T *x, T *y, I *idx) {
             const Window wd = win.at(g, i, j);
             const int64_t o = ((n * g.oh + i) * g.ow + j) * C;
             if (g.kind == PoolKind::Max && C % kLanes == 0) {
-              // Whole vectors of channels, each window's maxima held in
-              // registers while its cells are read (the loop below keeps
-              // them in m[], a load and a store per cell and channel).
-              const P first = P(wd.h0 * g.w + wd.w0);
+              // Whole vectors of channels: each window's maxima stay in
+              // registers while its cells are read.
               for (int64_t c0 = 0; c0 < C; c0 += kLanes) {
                 A mv[kLanes];
                 P av[kLanes];
-                for (int l = 0; l < kLanes; ++l) {
-                  mv[l] = -std::numeric_limits<A>::infinity();
-                  av[l] = first;
-                }
-                for (int64_t h = wd.h0; h < wd.h1; ++h)
-                  for (int64_t w = wd.w0; w < wd.w1; ++w) {
-                    const T *__restrict xp = xn + (h * g.w + w) * C + c0;
-                    const P pos = P(h * g.w + w);
-#pragma omp simd
-                    for (int l = 0; l < kLanes; ++l) {
-                      const A v = load<T>(xp[l]);
-                      const bool t = takes_max(v, mv[l]);
-                      mv[l] = t ? v : mv[l];
-                      av[l] = t ? pos : av[l];
-                    }
-                  }
+                window_max(g, wd, xn + c0, C, std::integral_constant<int64_t, kLanes>(), mv, av);
                 for (int l = 0; l < kLanes; ++l) {
                   y[o + c0 + l] = store<T>(mv[l]);
                   idx[o + c0 + l] = I(av[l]);
                 }
               }
             } else if (g.kind == PoolKind::Max) {
-              const P first = P(wd.h0 * g.w + wd.w0);
-              for (int64_t c = 0; c < C; ++c) {
-                m[c] = -std::numeric_limits<A>::infinity();
-                at[c] = first;
-              }
-              for (int64_t h = wd.h0; h < wd.h1; ++h)
-                for (int64_t w = wd.w0; w < wd.w1; ++w) {
-                  const T *__restrict xp = xn + (h * g.w + w) * C;
-                  const P pos = P(h * g.w + w);
-                  for (int64_t c = 0; c < C; ++c) {
-                    const A v = load<T>(xp[c]);
-                    const bool t = takes_max(v, m[c]);
-                    m[c] = t ? v : m[c];
-                    at[c] = t ? pos : at[c];
-                  }
-                }
+              window_max(g, wd, xn, C, C, m, at);
               for (int64_t c = 0; c < C; ++c) {
                 y[o + c] = store<T>(m[c]);
                 idx[o + c] = I(at[c]);
