@@ -214,7 +214,7 @@ void bn_stats_nhwc(const T *x, int64_t outer, int64_t c, double *mean, double *m
   using Acc = chunk_acc_t<T>;
   const RowChunks rc(outer, c);
   std::vector<double> sum(size_t(rc.count * c), 0.0), sq(size_t(rc.count * c), 0.0);
-#pragma omp parallel
+#pragma omp parallel if (rc.count > 1)
   {
     std::vector<Acc> run(static_cast<size_t>(c)), centre(static_cast<size_t>(c));
 #pragma omp for schedule(static)
@@ -269,7 +269,7 @@ void bn_backward_sums_nhwc(const T *x, const T *gy, int64_t outer, int64_t c, co
   std::vector<Acc> mu(static_cast<size_t>(c));
   std::vector<double> sg(size_t(rc.count * c), 0.0), sgx(size_t(rc.count * c), 0.0);
   for (int64_t ch = 0; ch < c; ++ch) mu[size_t(ch)] = Acc(mean[ch]);
-#pragma omp parallel
+#pragma omp parallel if (rc.count > 1)
   {
     std::vector<Acc> run_g(static_cast<size_t>(c)), run_gx(static_cast<size_t>(c));
 #pragma omp for schedule(static)

@@ -333,7 +333,7 @@ MIXP_KERNEL_BODY inline void window_max(const Pool2dGeom &g, const Window &wd, c
 }
 
 // NHWC: an output cell's C channels are contiguous, and so are its window
-// cells' (each at (h * w + w) * C), so every loop runs across the channels,
+// cells' (each at (h * W + w) * C), so every loop runs across the channels,
 // in vectors, with the same first-maximum/NaN rule and window order as the
 // NCHW loops. One output row per kernel call; the window tables are built
 // once per call.
