@@ -83,21 +83,25 @@ void row_sums(int64_t inner, F f, double *out) {
   cpu::run_kernel([&]() MIXP_KERNEL_BODY { cpu::lane_sums<K, F, 16>(inner, f, out); });
 }
 
+// The n halves at p widened into this thread's float buffer `slot` (0 or
+// 1), valid until the slot's next use.
+template <class T>
+const float *widened(const T *p, int64_t n, int slot) {
+  thread_local std::vector<float> buf[2];
+  std::vector<float> &v = buf[slot];
+  if (v.size() < size_t(n)) v.resize(size_t(n));
+  cpu::widen(p, v.data(), n);
+  return v.data();
+}
+
 // Calls f(row) with the n elements at p as they are or, for half types and
-// rows long enough to pay for the copy, widened into this thread's float
-// buffer `slot` (0 or 1; half_convert.hpp: the double sums vectorise better
-// over floats, and f16 converts in hardware). Short rows (NHWC's rows of
-// one element) read the halves in place. f reads its row with load<>.
+// rows long enough to pay for the copy, widened (half_convert.hpp: the
+// double sums vectorise better over floats, and f16 converts in hardware).
+// Short rows read the halves in place. f reads its row with load<>.
 template <class T, class F>
 void with_row(const T *p, int64_t n, int slot, F &&f) {
   if constexpr (cpu::is_half_v<T>) {
-    if (n >= kStagedRow) {
-      thread_local std::vector<float> buf[2];
-      std::vector<float> &v = buf[slot];
-      if (v.size() < size_t(n)) v.resize(size_t(n));
-      cpu::widen(p, v.data(), n);
-      return f(static_cast<const float *>(v.data()));
-    }
+    if (n >= kStagedRow) return f(widened(p, n, slot));
   }
   f(p);
 }
@@ -145,15 +149,8 @@ struct RowChunks {
 // widens with a shift inside the loops).
 template <class T>
 auto chunk_in_float(const T *p, int64_t n, int slot) {
-  if constexpr (std::is_same_v<T, f16>) {
-    thread_local std::vector<float> buf[2];
-    std::vector<float> &v = buf[slot];
-    if (v.size() < size_t(n)) v.resize(size_t(n));
-    cpu::widen(p, v.data(), n);
-    return static_cast<const float *>(v.data());
-  } else {
-    return p;
-  }
+  if constexpr (std::is_same_v<T, f16>) return widened(p, n, slot);
+  else return p;
 }
 
 // The NHWC chunk loops of half data add in float, in runs of kFloatRows
