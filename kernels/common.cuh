@@ -26,8 +26,8 @@ namespace mixp::cuda {
 
 __device__ __forceinline__ float f16_to_f32(uint16_t h) {
   const float f = __half2float(__ushort_as_half(h));
-  if ((h & 0x7fffu) > 0x7c00u)  // NaN: the CPU widens the payload without quieting
-    return __uint_as_float((uint32_t(h & 0x8000u) << 16) | 0x7f800000u | (uint32_t(h & 0x3ffu) << 13));
+  if ((h & 0x7fffu) > 0x7c00u)  // NaN: sign and payload kept, quieted (as the CPU's F16C vcvtph2ps)
+    return __uint_as_float((uint32_t(h & 0x8000u) << 16) | 0x7fc00000u | (uint32_t(h & 0x3ffu) << 13));
   return f;
 }
 __device__ __forceinline__ float bf16_to_f32(uint16_t h) { return __uint_as_float(uint32_t(h) << 16); }
