@@ -34,7 +34,8 @@ if(TARGET mixp_python AND MIXP_MPI_ENABLED AND MPIEXEC_EXECUTABLE)
             ${MIXP_PYTHON_EXECUTABLE} ${MIXP_PY_TEST_DIR}/mpi_dist.py)
   # Every rank gets one OpenMP thread: the ranks share the machine's cores.
   set_tests_properties(python_dist_mpi_2ranks PROPERTIES ENVIRONMENT "${MIXP_PY_ENV};OMP_NUM_THREADS=1"
-    PROCESSORS 2 SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION "SKIPPED:" TIMEOUT 300 LABELS "dist")
+    PROCESSORS 2 SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION "SKIPPED:" TIMEOUT 300 LABELS "dist"
+    RESOURCE_LOCK mpirun)  # one Open MPI start at a time (tests/dist.cmake)
 endif()
 
 if(EXISTS ${PROJECT_SOURCE_DIR}/tests/cross_language/CMakeLists.txt)

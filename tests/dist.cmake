@@ -47,6 +47,9 @@ if(NOT MIXP_MPI_ENABLED OR NOT MPIEXEC_EXECUTABLE)
   return()
 endif()
 set(MIXP_MPIRUN ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe)
+# Every test that starts Open MPI holds RESOURCE_LOCK mpirun: two launches at
+# once can race creating Open MPI's session directory ("ORTE_ERROR_LOG ...
+# session_dir.c ... File exists"; seen under ctest -j2).
 # mixp-train and the example load libmixp_mpi.so at run time: build it with them.
 if(TARGET mixp_mpi)
   add_dependencies(mixp-train mixp_mpi)
@@ -63,7 +66,7 @@ if(MIXP_DIST_PYTHON)
     add_test(NAME mixp_train_dist_ranks_agree_${amp}
       COMMAND ${MIXP_DIST_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/dist/ranks_agree.py ${MPIEXEC_EXECUTABLE}
               $<TARGET_FILE:mixp-train> ${amp} ${CMAKE_CURRENT_BINARY_DIR}/dist_agree_${amp})
-    set_tests_properties(mixp_train_dist_ranks_agree_${amp} PROPERTIES TIMEOUT 300)
+    set_tests_properties(mixp_train_dist_ranks_agree_${amp} PROPERTIES TIMEOUT 300 RESOURCE_LOCK mpirun)
   endforeach()
 endif()
 
@@ -74,7 +77,7 @@ foreach(model mlp cnn)
     COMMAND ${CMAKE_COMMAND} -DMPIEXEC=${MPIEXEC_EXECUTABLE} -DTRAIN=$<TARGET_FILE:mixp-train> -DMODEL=${model}
             -DWORK=${CMAKE_CURRENT_BINARY_DIR}/dist_resume_${model}
             -P ${CMAKE_CURRENT_SOURCE_DIR}/dist/train_resume_dist.cmake)
-  set_tests_properties(mixp_train_dist_resume_exact_${model} PROPERTIES TIMEOUT 300)
+  set_tests_properties(mixp_train_dist_resume_exact_${model} PROPERTIES TIMEOUT 300 RESOURCE_LOCK mpirun)
 endforeach()
 
 # docs/distributed.md's example on 2 ranks: fp16 with overflowing first
@@ -86,6 +89,7 @@ if(TARGET mixp-example-dist)
             ${CMAKE_CURRENT_BINARY_DIR}/dist_example.safetensors)
   set_tests_properties(dist_example_two_ranks PROPERTIES
     TIMEOUT 120
+    RESOURCE_LOCK mpirun
     ENVIRONMENT "OMP_NUM_THREADS=1"
     PASS_REGULAR_EXPRESSION "MPI \\([^\n]*\\), rank 0 of 2\nepoch 1: mean loss [0-9.]+ over 2000 samples, loss scale [0-9.e+]+, skipped steps so far [1-9][0-9]*\n.*epoch 3: mean loss 0\\.[0-9]+ over 2000 samples.*saved [^\n]*dist_example.safetensors\n2 ranks: parameters bit-identical on every rank\n"
     FAIL_REGULAR_EXPRESSION "DIFFER|failed")

@@ -6,7 +6,8 @@
 if(MIXP_MPI_ENABLED AND MPIEXEC_EXECUTABLE AND TARGET test_dist)
   add_dependencies(test_dist mixp_mpi)
   add_test(NAME test_dist_mpi_np1 COMMAND test_dist)
-  set_tests_properties(test_dist_mpi_np1 PROPERTIES TIMEOUT 300 LABELS "c_suite;dist"
+  # RESOURCE_LOCK mpirun: one Open MPI start at a time (tests/dist.cmake).
+  set_tests_properties(test_dist_mpi_np1 PROPERTIES TIMEOUT 300 LABELS "c_suite;dist" RESOURCE_LOCK mpirun
     ENVIRONMENT "${MIXP_TEST_ENV};MIXP_TEST_DIST_TRANSPORT=mpi")
   foreach(np 2 3)
     add_test(NAME test_dist_mpi_np${np}
@@ -14,7 +15,7 @@ if(MIXP_MPI_ENABLED AND MPIEXEC_EXECUTABLE AND TARGET test_dist)
               $<TARGET_FILE:test_dist>)
     # Every rank gets one OpenMP thread: the ranks share the machine's cores.
     set_tests_properties(test_dist_mpi_np${np} PROPERTIES TIMEOUT 300 LABELS "c_suite;dist"
-      PROCESSORS ${np} ENVIRONMENT "${MIXP_TEST_ENV};MIXP_TEST_THREADS=1;OMP_NUM_THREADS=1")
+      PROCESSORS ${np} RESOURCE_LOCK mpirun ENVIRONMENT "${MIXP_TEST_ENV};MIXP_TEST_THREADS=1;OMP_NUM_THREADS=1")
   endforeach()
 endif()
 
