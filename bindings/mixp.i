@@ -152,6 +152,12 @@ MIXP_OPTIONS(mixp_dist_options, mixp_dist_options_init)
 %noexception mixp_autocast_policy_info;
 %noexception mixp_autocast_policy_info::~mixp_autocast_policy_info;
 
+%extend mixp_dist_stats {
+  mixp_dist_stats() { mixp_dist_stats *s = new mixp_dist_stats(); s->struct_size = sizeof *s; return s; }
+}
+%noexception mixp_dist_stats;
+%noexception mixp_dist_stats::~mixp_dist_stats;
+
 /* struct_size belongs to the library's versioning, not to the host. */
 %immutable mixp_session_options::struct_size;
 %immutable mixp_conv2d_options::struct_size;
@@ -166,6 +172,7 @@ MIXP_OPTIONS(mixp_dist_options, mixp_dist_options_init)
 %immutable mixp_memory_stats::struct_size;
 %immutable mixp_autocast_policy_info::struct_size;
 %immutable mixp_dist_options::struct_size;
+%immutable mixp_dist_stats::struct_size;
 
 /* Borrowed C strings in struct fields cannot be kept alive from a host
  * language: the device string is set through the session helper below, the

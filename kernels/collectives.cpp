@@ -5,7 +5,10 @@
 // absent. <nccl.h> provides the types only; the functions come from dlsym.
 // Collectives are queued on the session's one stream, so they are ordered
 // with the kernels of the step (the gradients they reduce, the optimizer
-// step that reads the result) with no host synchronisation.
+// step that reads the result) with no host synchronisation. Overlapped
+// all-reduces (gradient buckets during backward) go to the clique's own
+// stream instead: an event fences each after the work queued before it, and
+// collectives_join fences the session's stream after all of them.
 #include <dlfcn.h>
 #include <nccl.h>
 
@@ -21,6 +24,11 @@ namespace mixp::cuda {
 struct CudaBackend::Clique {
   ncclComm_t comm = nullptr;
   std::string description;  // what clique_join returned, valid while joined
+  // The overlapped collectives' stream, made on first use, and its fences.
+  cudaStream_t side = nullptr;
+  cudaEvent_t queued = nullptr;    // recorded on the session's stream before each
+  cudaEvent_t finished = nullptr;  // recorded on `side` by collectives_join
+  bool pending = false;            // overlapped work not yet joined
 };
 
 namespace {
@@ -107,9 +115,12 @@ std::string version_string(int code) {
 }  // namespace
 
 void CudaBackend::LeaveClique::operator()(Clique *c) const noexcept {
-  // clique_leave waited for the stream, so no queued collective is cut short
-  // (a failed join has queued none).
+  // clique_leave waited for the streams, so no queued collective is cut
+  // short (a failed join has queued none).
   if (c->comm) nccl().comm_destroy(c->comm);
+  if (c->queued) cudaEventDestroy(c->queued);
+  if (c->finished) cudaEventDestroy(c->finished);
+  if (c->side) cudaStreamDestroy(c->side);
   delete c;
 }
 
@@ -147,6 +158,7 @@ const char *CudaBackend::clique_join(const unsigned char id[kCliqueIdBytes], int
 void CudaBackend::clique_leave() noexcept {
   if (!clique_) return;
   cudaSetDevice(device_);
+  if (clique_->side) cudaStreamSynchronize(clique_->side);
   if (cudaStreamSynchronize(stream_) == cudaSuccess) note_host_sync();
   clique_.reset();
 }
@@ -157,6 +169,42 @@ void CudaBackend::all_reduce(const View &buf, CollectiveOp op) {
   const ncclRedOp_t r = op == CollectiveOp::Max ? ncclMax : ncclSum;
   check(nccl().all_reduce(buf.data, buf.data, size_t(buf.numel()), t, r, c.comm, stream_),
         "ncclAllReduce");
+}
+
+void CudaBackend::all_reduce_overlapped(const View &buf, CollectiveOp op) {
+  Clique &c = joined("all_reduce_overlapped");
+  const ncclDataType_t t = nccl_type(buf.dtype, "all_reduce_overlapped");
+  const ncclRedOp_t r = op == CollectiveOp::Max ? ncclMax : ncclSum;
+  if (!c.side) {
+    // Made once per clique; a failure leaves nothing half made.
+    cudaStream_t side = nullptr;
+    cudaEvent_t queued = nullptr, finished = nullptr;
+    MIXP_CUDA_CHECK(cudaSetDevice(device_));
+    cudaError_t e = cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&queued, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&finished, cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+      if (queued) cudaEventDestroy(queued);
+      if (side) cudaStreamDestroy(side);
+      MIXP_CUDA_CHECK(e);
+    }
+    c.side = side;
+    c.queued = queued;
+    c.finished = finished;
+  }
+  MIXP_CUDA_CHECK(cudaEventRecord(c.queued, stream_));
+  MIXP_CUDA_CHECK(cudaStreamWaitEvent(c.side, c.queued, 0));
+  c.pending = true;
+  check(nccl().all_reduce(buf.data, buf.data, size_t(buf.numel()), t, r, c.comm, c.side),
+        "ncclAllReduce");
+}
+
+void CudaBackend::collectives_join() {
+  if (!clique_ || !clique_->pending) return;
+  Clique &c = *clique_;
+  MIXP_CUDA_CHECK(cudaEventRecord(c.finished, c.side));
+  MIXP_CUDA_CHECK(cudaStreamWaitEvent(stream_, c.finished, 0));
+  c.pending = false;
 }
 
 // Broadcast and all_gather only move elements: any dtype goes as bytes.

@@ -18,8 +18,9 @@
 //   optim.cu        sgd_step, adam_step (fused SGD / Adam(W), backend/optimizer_args.hpp)
 //   conv.cu         conv2d (+backward) through cuDNN
 //   pool.cu norm.cu embedding.cu
-//   collectives.cpp clique_id, clique_join/leave, all_reduce, broadcast,
-//                   all_gather (NCCL, opened with dlopen on first use)
+//   collectives.cpp clique_id, clique_join/leave, all_reduce (also overlapped,
+//                   on a second stream), broadcast, all_gather (NCCL, opened
+//                   with dlopen on first use)
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -160,6 +161,9 @@ class CudaBackend final : public Backend {
   // communicator; ~CudaBackend calls it while the stream still exists.
   void clique_leave() noexcept override;
   void all_reduce(const View &buf, CollectiveOp op) override;
+  // On the clique's own stream, fenced by events against the session's.
+  void all_reduce_overlapped(const View &buf, CollectiveOp op) override;
+  void collectives_join() override;
   void broadcast(const View &buf, int root) override;
   void all_gather(const View &in, const View &out) override;
 

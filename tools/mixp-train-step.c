@@ -147,10 +147,13 @@ static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y,
   mixp_tensor *objective = loss, *scaled = NULL;
   if (a->accum_steps > 1) CHECK(mixp_mul_scalar(loss, 1.0 / a->accum_steps, &objective));
   CHECK(mixp_grad_scaler_scale(t->scaler, objective, &scaled));
-  CHECK(mixp_backward(scaled, NULL));
   /* --dist: every rank's gradients become the global batch's (each rank
    * weighed by its samples in this step), before they are unscaled,
-   * clipped or applied; overflow skips are agreed on from here. */
+   * clipped or applied; overflow skips are agreed on from here. The last
+   * micro-batch's backward already reduces the buckets whose gradients are
+   * final (on CUDA beside the rest of backward). */
+  if (last && t->dist) CHECK(mixp_dist_prepare_gradients(t->dist, t->opt, t->step_samples));
+  CHECK(mixp_backward(scaled, NULL));
   if (last && t->dist) CHECK(mixp_dist_average_gradients(t->dist, t->opt, t->step_samples));
   if (last && a->underflow_stats && (p->steps + 1) % a->log_every == 0) underflow_stats(t, p->steps + 1);
   if (last) {

@@ -164,3 +164,12 @@ func (d *Dist) BroadcastModule(m *Module) error {
 func (d *Dist) AverageGradients(o *Optimizer, localSamples int64) error {
 	return d.call(func(p uintptr) raw.Status { return raw.Mixp_dist_average_gradients(p, o.p(), localSamples) }, o)
 }
+
+// PrepareGradients arms the next backward pass to average o's gradients
+// while it runs (each bucket reduced as soon as its gradients are final, in
+// the planned order); AverageGradients with the same o and localSamples then
+// finishes the step, with the same result as without this call. Call it
+// right before the last micro-batch's backward pass.
+func (d *Dist) PrepareGradients(o *Optimizer, localSamples int64) error {
+	return d.call(func(p uintptr) raw.Status { return raw.Mixp_dist_prepare_gradients(p, o.p(), localSamples) }, o)
+}

@@ -76,6 +76,7 @@ func TestDistGradients(t *testing.T) {
 	sq := ok(y.Mul(y))(t)
 	loss := ok(sq.Sum(false))(t)
 	defer mixp.CloseAll(x, y, sq, loss)
+	noErr(t, d.PrepareGradients(opt, 0)) // averaged during backward: one rank, the same values
 	noErr(t, loss.Backward())
 	grads := make([][]float32, len(params))
 	for i, p := range params {
@@ -117,6 +118,7 @@ func TestDistMisuse(t *testing.T) {
 	wantErr(t, d.AllReduce(nilT, mixp.ReduceSum), mixp.StatusInvalidArgument, "mixp_dist_all_reduce")
 	wantErr(t, d.BroadcastModule(nil), mixp.StatusInvalidArgument, "mixp_dist_broadcast_module")
 	wantErr(t, d.AverageGradients(nil, 0), mixp.StatusInvalidArgument, "mixp_dist_average_gradients")
+	wantErr(t, d.PrepareGradients(nil, 0), mixp.StatusInvalidArgument, "mixp_dist_prepare_gradients")
 
 	noErr(t, d.Close())
 	noErr(t, d.Close())

@@ -130,8 +130,9 @@ int main(int argc, char **argv) {
       CHECK(mixp_cross_entropy(logits, y, MIXP_REDUCTION_MEAN, MIXP_IGNORE_INDEX_DEFAULT, &loss));
       CHECK(mixp_autocast_pop(s));
       CHECK(mixp_grad_scaler_scale(scaler, loss, &scaled));
-      CHECK(mixp_backward(scaled, NULL));                  /* this rank's (scaled) gradients */
       const int64_t b = mixp_tensor_dim(y, 0);             /* this rank's samples */
+      CHECK(mixp_dist_prepare_gradients(d, opt, b));       /* average while backward runs */
+      CHECK(mixp_backward(scaled, NULL));                  /* this rank's (scaled) gradients */
       CHECK(mixp_dist_average_gradients(d, opt, b));       /* the global batch's gradients */
       CHECK(mixp_grad_scaler_unscale(scaler, opt));        /* Inf/NaN: skip flag, agreed by MAX */
       CHECK(mixp_clip_grad_norm(opt, 1.0, NULL));          /* same gradients: same norm */

@@ -7,6 +7,6 @@ module example.com/mixp-consumer
 
 go 1.19
 
-require mixp.dev/mixp v0.5.0
+require mixp.dev/mixp v0.6.0
 
 replace mixp.dev/mixp => /usr/local/share/mixp/go

@@ -73,7 +73,7 @@ extern "C" {
 /** Major version: bumped on any ABI-breaking change (it is the SONAME). */
 #define MIXP_VERSION_MAJOR 0
 /** Minor version: bumped when functions or struct fields are added. */
-#define MIXP_VERSION_MINOR 5
+#define MIXP_VERSION_MINOR 6
 /** Patch version: bumped for fixes that change no interface. */
 #define MIXP_VERSION_PATCH 0
 /** The version as one comparable number: major*10000 + minor*100 + patch. */
@@ -2957,6 +2957,60 @@ MIXP_API mixp_status mixp_dist_broadcast_module(mixp_dist *dist, mixp_module *mo
  */
 MIXP_API mixp_status mixp_dist_average_gradients(mixp_dist *dist, mixp_optimizer *optimizer,
                                                  int64_t local_samples);
+
+/**
+ * Arms the session's next backward pass to average @p optimizer's gradients
+ * while it runs (PyTorch DDP's overlap): each bucket is packed as soon as
+ * its gradients are final and reduced as soon as it and every bucket
+ * planned before it are packed, so the last layers' buckets travel while
+ * backward still computes the first layers' gradients. On a CUDA session
+ * the reductions run on a second stream beside backward's kernels; the
+ * host transport (CPU tensors, MPI) reduces each bucket at once, inside
+ * backward. mixp_dist_average_gradients() with the same @p optimizer and
+ * @p local_samples then packs what backward did not (unused parameters),
+ * reduces the rest, waits and writes the averages: the same bits as
+ * averaging after backward without this call. Buckets are reduced in their
+ * planned order only, so ranks whose gradients become final in different
+ * orders still issue the same collectives.
+ *
+ * Call it right before the backward pass of a step's last micro-batch
+ * (with gradient accumulation, not before the others). The plan covers the
+ * next backward pass only; calling this again replaces a plan that no
+ * backward pass took. Collective (one small exchange of the ranks' sizes
+ * and sample counts). Replacing a gradient it packed (another backward,
+ * mixp_optimizer_zero_grad()) before the average fails that average with
+ * MIXP_ERR_STATE; if a step fails on one rank, the others wait for its
+ * collectives (as with every collective).
+ * @param dist The communicator.
+ * @param optimizer As for mixp_dist_average_gradients().
+ * @param local_samples As for mixp_dist_average_gradients().
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a negative
+ *         @p local_samples; MIXP_ERR_DEVICE for another session's
+ *         optimizer; MIXP_ERR_SHAPE when the ranks' models differ in size;
+ *         MIXP_ERR_OUT_OF_MEMORY for the buckets (allocated here).
+ */
+MIXP_API mixp_status mixp_dist_prepare_gradients(mixp_dist *dist, mixp_optimizer *optimizer,
+                                                 int64_t local_samples);
+
+/** Counters of a communicator's gradient averaging since its creation. */
+typedef struct mixp_dist_stats {
+  uint32_t struct_size;        /**< sizeof(mixp_dist_stats); set by the caller. */
+  int64_t gradient_averages;   /**< Completed mixp_dist_average_gradients() calls. */
+  int64_t buckets;             /**< Buckets reduced by them (none in a world of one on the
+                                    host transport, where the average is the gradient). */
+  int64_t buckets_in_backward; /**< Of those, launched during a backward pass armed by
+                                    mixp_dist_prepare_gradients(). */
+  int64_t bytes;               /**< Bytes of the buckets reduced (their fp32/f64 staging). */
+} mixp_dist_stats;
+
+/**
+ * Reads @p dist's gradient-averaging counters.
+ * @param dist The communicator.
+ * @param[out] stats Filled on success; its struct_size must be set first.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a struct_size
+ *         smaller than this version's.
+ */
+MIXP_API mixp_status mixp_dist_get_stats(const mixp_dist *dist, mixp_dist_stats *stats);
 
 /** @} */
 

@@ -151,4 +151,32 @@ mixp_status mixp_dist_average_gradients(mixp_dist *dist, mixp_optimizer *optimiz
   });
 }
 
+mixp_status mixp_dist_prepare_gradients(mixp_dist *dist, mixp_optimizer *optimizer,
+                                        int64_t local_samples) {
+  static const char *fn = "mixp_dist_prepare_gradients";
+  return guard(fn, [&] {
+    Dist *d = dist::check_dist(dist, fn);
+    Optimizer *o = check_optimizer(optimizer, fn);
+    check_same_session(*d, o->session.get(), fn, "optimizer");
+    if (local_samples < 0)
+      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": local_samples must be >= 0 (0: plain average), got ",
+           local_samples);
+    dist::prepare_gradients(*d, *o, local_samples, fn);
+  });
+}
+
+mixp_status mixp_dist_get_stats(const mixp_dist *dist, mixp_dist_stats *stats) {
+  static const char *fn = "mixp_dist_get_stats";
+  return guard(fn, [&] {
+    const Dist *d = dist::check_dist(dist, fn);
+    check_out(stats, fn, "stats");
+    if (stats->struct_size < sizeof(mixp_dist_stats))
+      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": stats->struct_size is ", stats->struct_size,
+           "; set it to sizeof(mixp_dist_stats)");
+    const uint32_t size = stats->struct_size;
+    *stats = d->stats;
+    stats->struct_size = size;
+  });
+}
+
 }  // extern "C"

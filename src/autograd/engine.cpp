@@ -1,11 +1,14 @@
 // The backward pass: a topological walk over the nodes reachable from the
 // root, summing gradients per node output, then accumulating into leaves.
-// Leaf .grad fields are written only after every node ran, so a pass that
-// fails part-way leaves the leaves as they were. The engine sits above the
+// A leaf's gradient is final once the last node feeding it has run: it is
+// formed then (and shown to the session's LeafGradObserver, if one is
+// armed), but leaf .grad fields are written only after every node ran, so a
+// pass that fails part-way leaves the leaves as they were. The engine sits above the
 // ops (the formulas it runs and the sums it forms are ops), while the graph
 // it walks is recorded below them (autograd/graph.cpp).
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "autograd/node.hpp"
 #include "core/error.hpp"
@@ -78,6 +81,8 @@ void run_backward(Tensor &root, const Tensor *seed) {
     }
   }
 
+  // One armed observer sees this pass only (mixp_dist_prepare_gradients).
+  LeafGradObserver *observer = std::exchange(s->leaf_grad_observer, nullptr);
   std::unordered_map<const Tensor *, TensorPtr> leaf_grads;
   std::vector<TensorPtr> leaf_order;  // first-seen order, for deterministic accumulation
   auto add_leaf = [&](const TensorPtr &leaf, const TensorPtr &g) {
@@ -89,8 +94,30 @@ void run_backward(Tensor &root, const Tensor *seed) {
       accumulate(it->second, g);
     }
   };
+  // The value a leaf's .grad receives at the end of the pass, formed in
+  // place of the sum as soon as no node can add to it.
+  auto finalize = [&](const TensorPtr &leaf) {
+    auto it = leaf_grads.find(leaf.get());
+    if (it == leaf_grads.end()) return;  // no gradient reached it
+    TensorPtr g = std::move(it->second);
+    const DType want = leaf->grad_dtype_set ? leaf->grad_dtype : leaf->dtype;
+    if (g->dtype != want) g = cast(g, want);
+    if (leaf->grad) {
+      g = add(leaf->grad, g);
+    } else {
+      // Keep a fresh gradient as it is; copy one that may alias another
+      // tensor (a saved input, a view, the caller's seed).
+      const bool exclusive = g->refs.load() == 1 && g->storage.use_count() == 1 &&
+                             g->is_contiguous() && g->offset == 0;
+      g = exclusive ? detach(*g) : clone(g);
+    }
+    it->second = g;
+    if (observer) observer->final_grad(*leaf, g);
+  };
 
   std::vector<Node *> order;  // nodes in an order where each precedes its inputs' nodes
+  // How many edges into each leaf are still to run.
+  std::unordered_map<const Tensor *, int> leaf_edges;
   if (root.grad_fn) {
     // Dependency counts: how many edges point at each node.
     std::unordered_map<Node *, int> deps;
@@ -104,6 +131,7 @@ void run_backward(Tensor &root, const Tensor *seed) {
              "' was already freed by an earlier backward; recompute the forward pass before calling "
              "backward again");
       for (const Edge &e : n->next) {
+        if (e.leaf) ++leaf_edges[e.leaf.get()];
         if (!e.fn) continue;
         ++deps[e.fn.get()];
         if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
@@ -123,49 +151,43 @@ void run_backward(Tensor &root, const Tensor *seed) {
   {
     NoGradGuard ng(s);
     if (!root.grad_fn) {
-      add_leaf(TensorPtr::share(&root), seed_grad);
+      const TensorPtr leaf = TensorPtr::share(&root);
+      add_leaf(leaf, seed_grad);
+      finalize(leaf);
     } else {
       std::unordered_map<Node *, std::vector<TensorPtr>> pending;
       pending[root.grad_fn.get()].resize(size_t(root.grad_fn->num_outputs));
       pending[root.grad_fn.get()][size_t(root.output_nr)] = seed_grad;
       for (Node *n : order) {
         auto it = pending.find(n);
-        if (it == pending.end()) continue;  // no gradient reached it
-        std::vector<TensorPtr> gouts = std::move(it->second);
-        pending.erase(it);
-        std::vector<TensorPtr> gins = n->backward(gouts);
-        if (s->op_stats_on) count_backward(s, *n, gins);
-        for (size_t i = 0; i < n->next.size(); ++i) {
-          const Edge &e = n->next[i];
-          if (!e.active() || i >= gins.size() || !gins[i]) continue;
-          TensorPtr g = conform(gins[i], n->input_dtypes[i], n->input_shapes[i], n->name);
-          if (s->numerics != MIXP_NUMERICS_OFF) check_numerics(s, n->name, "backward", int(i), *g);
-          if (s->trace) record_trace(s, n->name, true, int(i), *g);
-          if (e.fn) {
-            auto &slots = pending[e.fn.get()];
-            slots.resize(size_t(e.fn->num_outputs));
-            accumulate(slots[size_t(e.output_nr)], g);
-          } else {
-            add_leaf(e.leaf, g);
+        if (it != pending.end()) {  // else no gradient reached it
+          std::vector<TensorPtr> gouts = std::move(it->second);
+          pending.erase(it);
+          std::vector<TensorPtr> gins = n->backward(gouts);
+          if (s->op_stats_on) count_backward(s, *n, gins);
+          for (size_t i = 0; i < n->next.size(); ++i) {
+            const Edge &e = n->next[i];
+            if (!e.active() || i >= gins.size() || !gins[i]) continue;
+            TensorPtr g = conform(gins[i], n->input_dtypes[i], n->input_shapes[i], n->name);
+            if (s->numerics != MIXP_NUMERICS_OFF) check_numerics(s, n->name, "backward", int(i), *g);
+            if (s->trace) record_trace(s, n->name, true, int(i), *g);
+            if (e.fn) {
+              auto &slots = pending[e.fn.get()];
+              slots.resize(size_t(e.fn->num_outputs));
+              accumulate(slots[size_t(e.output_nr)], g);
+            } else {
+              add_leaf(e.leaf, g);
+            }
           }
         }
+        // After gins is gone, so that a gradient this node made is owned by
+        // its leaf alone (and kept rather than copied).
+        for (const Edge &e : n->next)
+          if (e.leaf && --leaf_edges[e.leaf.get()] == 0) finalize(e.leaf);
       }
     }
     // All gradients computed: now (and only now) touch the leaves.
-    for (const TensorPtr &leaf : leaf_order) {
-      TensorPtr g = std::move(leaf_grads[leaf.get()]);
-      const DType want = leaf->grad_dtype_set ? leaf->grad_dtype : leaf->dtype;
-      if (g->dtype != want) g = cast(g, want);
-      if (leaf->grad) {
-        leaf->grad = add(leaf->grad, g);
-      } else {
-        // Keep a fresh gradient as it is; copy one that may alias another
-        // tensor (a saved input, a view, the caller's seed).
-        const bool exclusive = g->refs.load() == 1 && g->storage.use_count() == 1 &&
-                               g->is_contiguous() && g->offset == 0;
-        leaf->grad = exclusive ? detach(*g) : clone(g);
-      }
-    }
+    for (const TensorPtr &leaf : leaf_order) leaf->grad = std::move(leaf_grads[leaf.get()]);
   }
   for (Node *n : order) {
     n->release_saved();

@@ -35,8 +35,9 @@ namespace mixp {
 // (v3: check_indices, scatter_dim. v4: the op table's enums, ScaleUpdate.rule. v5: batch_norm
 // parameters as stat Views, gw/gb F64. v6: sgd_step/adam_step over a list of parameters,
 // ParamArgs.buf1/buf2/state_dtype/stochastic, stochastic_round.hpp; count_values replaces
-// count_nonfinite. v7: device collectives. v8: pool_index_dtype.)
-inline constexpr uint32_t kBackendAbiVersion = 8;
+// count_nonfinite. v7: device collectives. v8: pool_index_dtype. v9: all_reduce_overlapped,
+// collectives_join.)
+inline constexpr uint32_t kBackendAbiVersion = 9;
 
 // The reductions of Backend::all_reduce.
 enum class CollectiveOp { Sum, Max };
@@ -383,6 +384,14 @@ class Backend {
   // In place over contiguous `buf` (F32, F64, I32, I64 or U8), on every rank
   // of the clique; the result is identical on every rank.
   virtual void all_reduce(const View &buf, CollectiveOp op) = 0;
+  // all_reduce on a second queue, after the work queued so far: the work
+  // queued next runs beside it (data parallelism overlaps the gradient
+  // buckets with the rest of backward). buf must stay alive and untouched
+  // until collectives_join(). Overlapped collectives run in call order.
+  virtual void all_reduce_overlapped(const View &buf, CollectiveOp op) = 0;
+  // Orders the work queued from now on after every overlapped collective
+  // (without waiting on the host); a no-op when none is pending.
+  virtual void collectives_join() = 0;
   // Rank root's contiguous buf (any dtype) into everyone's.
   virtual void broadcast(const View &buf, int root) = 0;
   // out (contiguous, world * in.numel() elements of in's dtype, any dtype) =

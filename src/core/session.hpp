@@ -19,6 +19,20 @@ namespace autocast {
 struct SessionState;
 }
 struct CheckpointRegion;
+
+// Told by a backward pass about each leaf gradient as soon as it is final
+// (every node that feeds the leaf has run): what data parallelism needs to
+// start averaging a bucket of gradients while the rest of backward runs
+// (dist/data_parallel.cpp). `grad` is the value the leaf's .grad will hold
+// once the pass ends (the accumulated sum, in the leaf's gradient dtype);
+// the pass writes the leaves only at its end, so a failed pass still
+// changes none. Throwing fails the pass.
+struct LeafGradObserver {
+  virtual void final_grad(mixp_tensor &leaf, const Ref<mixp_tensor> &grad) = 0;
+
+ protected:
+  ~LeafGradObserver() = default;
+};
 }  // namespace mixp
 
 struct mixp_session {
@@ -79,6 +93,9 @@ struct mixp_session {
   // rank for the numerics checker's reports (-1: none).
   mixp_dist *dist = nullptr;
   int dist_rank = -1;
+  // Taken (and cleared) by the next backward pass: armed by
+  // mixp_dist_prepare_gradients for that one pass.
+  mixp::LeafGradObserver *leaf_grad_observer = nullptr;
 
   mixp_log_fn log_fn = nullptr;
   void *log_user = nullptr;

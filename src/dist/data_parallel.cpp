@@ -4,12 +4,14 @@
 // gradients are bit-identical on every rank, so are the steps taken from
 // them; the optimizer's skip flag and clip norm are agreed on as well
 // (mixp_optimizer::agree_max), so that an overflow on one rank is skipped by all.
+#include <memory>
 #include <vector>
 
 #include "autograd/node.hpp"
 #include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "dist/dist.hpp"
+#include "dist/grad_sync.hpp"
 #include "nn/module.hpp"
 #include "ops/ops.hpp"
 #include "optim/optimizer.hpp"
@@ -21,20 +23,8 @@ void broadcast_module(Dist &d, mixp_module &m) {
   for (size_t i = 0; i < m.num_buffers(); ++i) broadcast(d, *m.buffer(i), 0);
 }
 
-namespace {
-
-// One bucket: gradients of one reduction dtype packed into a flat buffer.
-struct Bucket {
-  DType dtype = MIXP_F32;
-  std::vector<size_t> params;   // optimizer slot indices, in packing order
-  std::vector<int64_t> starts;  // element offsets in `flat`
-  int64_t numel = 0;
-  TensorPtr flat;
-};
-
-}  // namespace
-
-void average_gradients(Dist &d, mixp_optimizer &opt, int64_t local_samples, const char *fn) {
+GradSync::GradSync(Dist &d, const mixp_optimizer &opt, int64_t local_samples, const char *fn)
+    : d_(d), optimizer_(&opt), local_samples_(local_samples) {
   Session *s = d.session.get();
   // Every rank's model size and sample count, in one small exchange: ranks
   // with different models would trade garbage (or wait forever), so they
@@ -49,40 +39,32 @@ void average_gradients(Dist &d, mixp_optimizer &opt, int64_t local_samples, cons
     if (all[size_t(2 * r)] != all[0])
       fail(MIXP_ERR_SHAPE, fn, ": the optimizer holds ", all[0], " parameter elements on rank 0 but ",
            all[size_t(2 * r)], " on rank ", r, "; every rank must train the same model");
-  std::vector<double> weights(size_t(W), 1.0 / W);
-  int64_t total = 0;
+  weights_.assign(size_t(W), 1.0 / W);
+  double total = 0;  // in double: counts up to INT64_MAX on every rank
   bool counted = true;
   for (int r = 0; r < W; ++r) {
-    total += all[size_t(2 * r + 1)];
+    total += double(all[size_t(2 * r + 1)]);
     counted = counted && all[size_t(2 * r + 1)] > 0;
   }
   if (counted)
-    for (int r = 0; r < W; ++r) weights[size_t(r)] = double(all[size_t(2 * r + 1)]) / double(total);
+    for (int r = 0; r < W; ++r) weights_[size_t(r)] = double(all[size_t(2 * r + 1)]) / total;
 
-  if (W == 1) {
-    // A world of one: the average is the gradient itself (weight 1, bit for
-    // bit); only a missing gradient becomes zeros, as on N ranks.
-    OpScope scope(OpId::dist_average_gradients, s);
-    NoGradGuard no_grad(s);
-    std::vector<TensorPtr> missing(opt.slots.size());
-    for (size_t k = 0; k < opt.slots.size(); ++k) {
-      const Tensor &p = *opt.slots[k].param;
-      if (!p.grad) missing[k] = zeros(s, p.grad_dtype_set ? p.grad_dtype : p.dtype, shape_of(p));
-    }
-    for (size_t k = 0; k < opt.slots.size(); ++k)
-      if (missing[k]) opt.slots[k].param->grad = std::move(missing[k]);
-    return;
-  }
+  const size_t n = opt.slots.size();
+  params_.reserve(n);
+  for (const auto &slot : opt.slots) params_.push_back(slot.param);
+  grads_.resize(n);
+  // A world of one on the host transport: the average is the gradient itself
+  // (weight 1, bit for bit), so no buckets. Through a device clique even one
+  // rank runs the collectives, so that one GPU exercises the path of many.
+  if (W == 1 && !d.clique) return;
 
-  // Phase 1: everything that allocates (buckets, missing gradients), so that
-  // running out of memory changes nothing. Reverse order: the last layers'
-  // gradients are the first a backward pass finishes.
+  // Reverse order: the last layers' gradients are the first a backward pass
+  // finishes.
   OpScope scope(OpId::dist_average_gradients, s);
   NoGradGuard no_grad(s);
-  std::vector<Bucket> buckets;
-  std::vector<TensorPtr> grads(opt.slots.size());
-  Bucket open[2];  // F32 and F64 staging
   Backend &be = *s->backend;
+  place_.resize(n);
+  Bucket open[2];  // F32 and F64 staging
   auto close = [&](Bucket &b) {
     if (b.params.empty()) return;
     // Room for a whole number of per-rank chunks, the tail zeroed: the host
@@ -90,14 +72,15 @@ void average_gradients(Dist &d, mixp_optimizer &opt, int64_t local_samples, cons
     const int64_t padded = (b.numel + W - 1) / W * W;
     b.flat = empty(s, b.dtype, Shape{padded});
     if (padded > b.numel) be.fill(flat_range(*b.flat, b.numel, padded - b.numel), 0.0);
-    buckets.push_back(std::move(b));
+    b.waiting = b.params.size();
+    for (size_t j = 0; j < b.params.size(); ++j) place_[b.params[j]] = {buckets_.size(), j};
+    buckets_.push_back(std::move(b));
     b = Bucket{};
   };
-  for (size_t k = opt.slots.size(); k-- > 0;) {
-    Tensor &p = *opt.slots[k].param;
+  for (size_t k = n; k-- > 0;) {
+    const Tensor &p = *params_[k];
     const DType gd = p.grad_dtype_set ? p.grad_dtype : p.dtype;
-    grads[k] = p.grad ? p.grad : zeros(s, gd, shape_of(p));
-    const bool wide = grads[k]->dtype == MIXP_F64;
+    const bool wide = gd == MIXP_F64;
     Bucket &b = open[wide];
     b.dtype = wide ? MIXP_F64 : MIXP_F32;
     b.params.push_back(k);
@@ -107,24 +90,118 @@ void average_gradients(Dist &d, mixp_optimizer &opt, int64_t local_samples, cons
   }
   close(open[0]);
   close(open[1]);
+  slot_of_.reserve(n);
+  for (size_t k = 0; k < n; ++k) slot_of_.emplace(params_[k].get(), k);
+}
 
-  // Phase 2: pack, reduce (weighted), and only then write the gradients.
-  apply_threads(s);
-  for (Bucket &b : buckets) {
-    for (size_t j = 0; j < b.params.size(); ++j) {
-      const Tensor &g = *grads[b.params[j]];
-      be.copy(view_of(g), packed_view(*b.flat, b.starts[j], g));
+GradSync::~GradSync() {
+  // The buckets go back to the session's memory: first make sure no
+  // collective still reads them.
+  if (overlapped_ && d_.session && d_.session->backend) {
+    try {
+      d_.session->backend->collectives_join();
+    } catch (...) {
     }
-    reduce_buffer(d, *b.flat, CollectiveOp::Sum, b.numel, weights.data());
   }
-  for (Bucket &b : buckets)
-    for (size_t j = 0; j < b.params.size(); ++j) {
-      const size_t k = b.params[j];
-      Tensor &g = *grads[k];
-      be.copy(packed_view(*b.flat, b.starts[j], g), view_of(g));
-      Tensor &p = *opt.slots[k].param;
-      if (!p.grad) p.grad = grads[k];
-    }
+}
+
+void GradSync::pack(size_t k, const TensorPtr &grad) {
+  const auto [bi, j] = place_[k];
+  Bucket &b = buckets_[bi];
+  // The gradient's dtype decided the bucket; one in another would be
+  // rounded differently from an average taken after backward.
+  if ((grad->dtype == MIXP_F64) != (b.dtype == MIXP_F64))
+    fail(MIXP_ERR_STATE, "mixp_dist: parameter ", k, "'s gradient is ", dtype_name(grad->dtype),
+         " but the plan of mixp_dist_prepare_gradients expected ", dtype_name(b.dtype),
+         " staging; set gradient dtypes before preparing");
+  d_.session->backend->copy(view_of(*grad), packed_view(*b.flat, b.starts[j], *grad));
+  grads_[k] = grad;
+  --b.waiting;
+}
+
+void GradSync::launch_ready() {
+  Session *s = d_.session.get();
+  while (launched_ < buckets_.size() && buckets_[launched_].waiting == 0) {
+    Bucket &b = buckets_[launched_];
+    reduce_buffer(d_, *b.flat, CollectiveOp::Sum, b.numel, weights_.data(), /*overlap=*/true);
+    overlapped_ = overlapped_ || d_.clique;
+    ++launched_;
+    ++d_.stats.buckets;
+    d_.stats.bytes += b.numel * int64_t(dtype_size(b.dtype));
+    if (s->backward_depth > 0) ++d_.stats.buckets_in_backward;
+  }
+}
+
+void GradSync::final_grad(Tensor &leaf, const TensorPtr &grad) {
+  if (buckets_.empty()) return;
+  const auto it = slot_of_.find(&leaf);
+  if (it == slot_of_.end() || grads_[it->second]) return;  // not a parameter of the plan
+  Session *s = d_.session.get();
+  NoGradGuard no_grad(s);
+  pack(it->second, grad);
+  launch_ready();
+}
+
+void GradSync::finish(mixp_optimizer &opt, const char *fn) {
+  Session *s = d_.session.get();
+  OpScope scope(OpId::dist_average_gradients, s);
+  NoGradGuard no_grad(s);
+  const size_t n = params_.size();
+  if (opt.slots.size() != n)
+    fail(MIXP_ERR_STATE, fn, ": the optimizer's parameters changed since mixp_dist_prepare_gradients");
+  // First everything that can fail without a collective: gradients that
+  // changed after backward packed them, and the zeros of missing ones.
+  std::vector<TensorPtr> missing(n);
+  for (size_t k = 0; k < n; ++k) {
+    Tensor &p = *opt.slots[k].param;
+    if (&p != params_[k].get())
+      fail(MIXP_ERR_STATE, fn, ": the optimizer's parameters changed since mixp_dist_prepare_gradients");
+    if (grads_[k] && p.grad.get() != grads_[k].get())
+      fail(MIXP_ERR_STATE, fn, ": parameter ", k, "'s gradient was replaced after the backward pass that ",
+           "mixp_dist_prepare_gradients armed (prepare before the last micro-batch's backward only)");
+    if (!p.grad) missing[k] = zeros(s, p.grad_dtype_set ? p.grad_dtype : p.dtype, shape_of(p));
+  }
+  apply_threads(s);
+  Backend &be = *s->backend;
+  if (!buckets_.empty()) {
+    for (size_t k = n; k-- > 0;)
+      if (!grads_[k]) pack(k, missing[k] ? missing[k] : opt.slots[k].param->grad);
+    launch_ready();
+    be.collectives_join();
+    overlapped_ = false;
+    for (Bucket &b : buckets_)
+      for (size_t j = 0; j < b.params.size(); ++j) {
+        Tensor &g = *grads_[b.params[j]];
+        be.copy(packed_view(*b.flat, b.starts[j], g), view_of(g));
+      }
+  }
+  for (size_t k = 0; k < n; ++k)
+    if (missing[k]) opt.slots[k].param->grad = std::move(missing[k]);
+  ++d_.stats.gradient_averages;
+}
+
+void prepare_gradients(Dist &d, mixp_optimizer &opt, int64_t local_samples, const char *fn) {
+  Session *s = d.session.get();
+  if (s->leaf_grad_observer && s->leaf_grad_observer != d.sync.get())
+    fail(MIXP_ERR_STATE, fn, ": another observer is armed for the session's next backward pass");
+  auto sync = std::make_unique<GradSync>(d, opt, local_samples, fn);
+  // A plan that was armed and never finished is replaced (its buckets were
+  // never launched unless a backward ran; then they are joined on release).
+  if (s->leaf_grad_observer == d.sync.get()) s->leaf_grad_observer = nullptr;
+  d.sync = std::move(sync);
+  s->leaf_grad_observer = d.sync.get();
+}
+
+void average_gradients(Dist &d, mixp_optimizer &opt, int64_t local_samples, const char *fn) {
+  Session *s = d.session.get();
+  if (d.sync && !d.sync->planned_for(opt, local_samples))
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": mixp_dist_prepare_gradients armed this step for ",
+         "another optimizer or another local_samples; pass the same ones");
+  std::unique_ptr<GradSync> sync = std::move(d.sync);
+  // Not taken by a backward pass (none ran since prepare): disarm it.
+  if (s->leaf_grad_observer == sync.get()) s->leaf_grad_observer = nullptr;
+  if (!sync) sync = std::make_unique<GradSync>(d, opt, local_samples, fn);
+  sync->finish(opt, fn);
 
   // From now on this optimizer skips steps together with the other ranks.
   std::weak_ptr<mixp_dist *> alive = d.self;

@@ -14,10 +14,13 @@
 #include "backend/cpu/simd.hpp"
 #include "core/error.hpp"
 #include "autograd/node.hpp"
+#include "dist/grad_sync.hpp"
 #include "ops/ops.hpp"
 
 mixp_dist::~mixp_dist() {
   magic = 0;
+  if (session && session->leaf_grad_observer == sync.get()) session->leaf_grad_observer = nullptr;
+  sync.reset();  // before the clique goes: its buckets may still be reduced
   if (clique && session && session->backend) session->backend->clique_leave();
   if (session && session->dist == this) session->dist = nullptr;
   if (session) session->dist_rank = -1;
@@ -167,7 +170,8 @@ std::unique_ptr<Dist> create(Session *s, const mixp_dist_options &o, const char 
   return d;
 }
 
-void reduce_buffer(Dist &d, Tensor &buf, CollectiveOp op, int64_t n, const double *weights) {
+void reduce_buffer(Dist &d, Tensor &buf, CollectiveOp op, int64_t n, const double *weights,
+                   bool overlap) {
   if (n == 0) return;
   Session *s = d.session.get();
   if (d.clique) {
@@ -179,7 +183,8 @@ void reduce_buffer(Dist &d, Tensor &buf, CollectiveOp op, int64_t n, const doubl
     v.ndim = 1;
     v.shape[0] = n;
     v.strides[0] = 1;
-    s->backend->all_reduce(v, op);
+    if (overlap) s->backend->all_reduce_overlapped(v, op);
+    else s->backend->all_reduce(v, op);
   } else {
     apply_threads(s);
     host_all_reduce(d, buf.data(), buf.dtype, n, buf.numel(), op, weights);

@@ -13,6 +13,10 @@
 #include "dist/transport.hpp"
 #include "mixp/mixp.h"
 
+namespace mixp::dist {
+class GradSync;
+}
+
 struct mixp_dist {
   static constexpr uint32_t kMagic = 0x44495354u;  // "DIST"
   uint32_t magic = kMagic;
@@ -26,6 +30,9 @@ struct mixp_dist {
   // What optimizers hold (weakly) to agree on skipping steps: expires with
   // the communicator, after which they act alone.
   std::shared_ptr<mixp_dist *> self = std::make_shared<mixp_dist *>(this);
+  // The step armed by mixp_dist_prepare_gradients, until average_gradients.
+  std::unique_ptr<mixp::dist::GradSync> sync;
+  mixp_dist_stats stats{};  // struct_size unused here
 
   ~mixp_dist();
   int rank() const noexcept { return host->rank(); }
@@ -58,10 +65,15 @@ View flat_range(const Tensor &flat, int64_t start, int64_t n);
 // staging. weights (floats, Sum only): one per rank, each rank's values are
 // multiplied by its weight inside the sum; null for 1. A buffer with room
 // for a multiple of the world size (the tail zeroed) avoids a host copy.
-void reduce_buffer(Dist &d, Tensor &buf, CollectiveOp op, int64_t n, const double *weights);
+// overlap: on a device clique, on the backend's second queue
+// (Backend::all_reduce_overlapped; collectives_join before reading buf); the
+// host transport reduces at once either way.
+void reduce_buffer(Dist &d, Tensor &buf, CollectiveOp op, int64_t n, const double *weights,
+                   bool overlap = false);
 
 // Data parallelism (dist/data_parallel.cpp).
 void broadcast_module(Dist &d, mixp_module &m);
+void prepare_gradients(Dist &d, mixp_optimizer &opt, int64_t local_samples, const char *fn);
 void average_gradients(Dist &d, mixp_optimizer &opt, int64_t local_samples, const char *fn);
 
 }  // namespace mixp::dist

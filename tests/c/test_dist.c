@@ -270,7 +270,14 @@ static void replica_free(replica *m) {
 
 /* Forward and backward of the next batch; returns the mean loss tensor
  * (owned) and the batch size. */
+static mixp_tensor *replica_backward_prepared(replica *m, mixp_dist *prepare, int64_t *samples);
 static mixp_tensor *replica_backward(replica *m, int64_t *samples) {
+  return replica_backward_prepared(m, NULL, samples);
+}
+
+/* ... with mixp_dist_prepare_gradients(prepare, ...) right before backward
+ * when prepare is not NULL. */
+static mixp_tensor *replica_backward_prepared(replica *m, mixp_dist *prepare, int64_t *samples) {
   mixp_tensor *x = NULL, *y = NULL;
   mixp_status st = mixp_loader_next(m->loader, &x, &y);
   if (st == MIXP_DONE) st = mixp_loader_next(m->loader, &x, &y);
@@ -283,8 +290,9 @@ static mixp_tensor *replica_backward(replica *m, int64_t *samples) {
   MT_OK(mixp_module_forward(m->l2, a, &logits));
   MT_OK(mixp_cross_entropy(logits, y, MIXP_REDUCTION_MEAN, MIXP_IGNORE_INDEX_DEFAULT, &loss));
   MT_OK(mixp_optimizer_zero_grad(m->opt));
-  MT_OK(mixp_backward(loss, NULL));
   *samples = mixp_tensor_dim(y, 0);
+  if (prepare) MT_OK(mixp_dist_prepare_gradients(prepare, m->opt, *samples));
+  MT_OK(mixp_backward(loss, NULL));
   mixp_tensor *ts[] = {x, y, f, h, a, logits};
   for (int i = 0; i < 6; ++i) mixp_tensor_release(ts[i]);
   return loss;
@@ -341,6 +349,271 @@ static void test_data_parallel_equals_one_process(void **state) {
   replica_free(&dp);
   mixp_dataset_destroy(data);
   mixp_dist_destroy(d);
+  mixp_session_destroy(s);
+}
+
+/* ---- averaging during backward (mixp_dist_prepare_gradients) ------------------
+ * Buckets of 64 bytes: the MLP's four parameters make three buckets, planned
+ * from the last layer back. Armed before backward, every bucket is launched
+ * inside it (all four gradients are final by its end), and the averages are
+ * the same bits as those taken after backward: two replicas, one of each,
+ * stay bit-identical for 20 steps. A world of one on the host transport has
+ * no buckets (the average is the gradient); through NCCL even one rank
+ * reduces them. */
+static mixp_dist *make_dist_buckets(mixp_session *s, int64_t bucket_bytes) {
+  mixp_dist_options o;
+  mixp_dist_options_init(&o);
+  o.transport = transport();
+  o.bucket_bytes = bucket_bytes;
+  mixp_dist *d = NULL;
+  MT_OK(mixp_dist_create(s, &o, &d));
+  return d;
+}
+
+static mixp_dist_stats dist_stats(const mixp_dist *d) {
+  mixp_dist_stats st;
+  memset(&st, 0xff, sizeof st);
+  st.struct_size = sizeof st;
+  MT_OK(mixp_dist_get_stats(d, &st));
+  return st;
+}
+
+static int has_buckets(mixp_dist *d) {
+  return mixp_dist_world_size(d) > 1 || !mt_on_cpu();
+}
+
+static void test_prepare_overlaps_and_matches(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  mixp_dist *d = make_dist_buckets(s, 64);
+  const int w = mixp_dist_world_size(d), r = mixp_dist_rank(d);
+  mixp_synthetic_options sy;
+  mixp_synthetic_options_init(&sy);
+  sy.num_samples = 1000;
+  sy.seed = 5;
+  mixp_dataset *data = NULL;
+  MT_OK(mixp_dataset_synthetic(s, &sy, &data));
+  replica after, during;
+  replica_init(&after, s, data, BATCH, r, w);
+  replica_init(&during, s, data, BATCH, r, w);
+  const mixp_dist_stats st0 = dist_stats(d);
+  assert_int_equal(st0.gradient_averages, 0);
+  assert_int_equal(st0.buckets, 0);
+  assert_int_equal(st0.buckets_in_backward, 0);
+  assert_int_equal(st0.bytes, 0);
+  const int64_t param_bytes = (IN * HIDDEN + HIDDEN + HIDDEN * CLASSES + CLASSES) * 4;
+  for (int step = 0; step < 20; ++step) {
+    int64_t n_after = 0, n_during = 0;
+    mixp_tensor *l1 = replica_backward(&after, &n_after);
+    MT_OK(mixp_dist_average_gradients(d, after.opt, n_after));
+    MT_OK(mixp_optimizer_step(after.opt));
+    const mixp_dist_stats before = dist_stats(d);
+    mixp_tensor *l2 = replica_backward_prepared(&during, d, &n_during);
+    const mixp_dist_stats mid = dist_stats(d);
+    MT_OK(mixp_dist_average_gradients(d, during.opt, n_during));
+    const mixp_dist_stats end = dist_stats(d);
+    MT_OK(mixp_optimizer_step(during.opt));
+    assert_int_equal(n_after, n_during);
+    assert_int_equal(end.gradient_averages, before.gradient_averages + 1);
+    if (has_buckets(d)) {
+      /* All three buckets were reduced inside backward, none after it. */
+      assert_int_equal(mid.buckets - before.buckets, 3);
+      assert_int_equal(mid.buckets_in_backward - before.buckets_in_backward, 3);
+      assert_int_equal(end.buckets, mid.buckets);
+      assert_int_equal(end.bytes - before.bytes, param_bytes);
+    } else {
+      assert_int_equal(end.buckets, 0);
+      assert_int_equal(end.buckets_in_backward, 0);
+    }
+    for (int i = 0; i < 4; ++i) {
+      double *a = mt_values(after.params[i]), *b = mt_values(during.params[i]);
+      const int64_t n = mixp_tensor_numel(after.params[i]);
+      if (memcmp(a, b, (size_t)n * sizeof *a) != 0) {
+        print_error("step %d: parameter %d differs between averaging after and during backward\n", step, i);
+        fail();
+      }
+      free(a);
+      free(b);
+      assert_same_on_every_rank(d, during.params[i], "a parameter");
+    }
+    mixp_tensor_release(l1);
+    mixp_tensor_release(l2);
+  }
+  replica_free(&after);
+  replica_free(&during);
+  mixp_dataset_destroy(data);
+  mixp_dist_destroy(d);
+  mixp_session_destroy(s);
+}
+
+/* loss = sum(w * x) with an optimizer over {first, second}, one of which
+ * (`unused`) gets no gradient; each parameter its own bucket (1 byte). */
+static void unused_step(mixp_session *s, mixp_dist *d, mixp_tensor *used, mixp_optimizer *opt, int prepare) {
+  const double xv[4] = {1, 2, 3, 4};
+  const int64_t shape[1] = {4};
+  mixp_tensor *x = mt_tensor(s, MIXP_F32, xv, shape, 1), *p = NULL, *loss = NULL;
+  MT_OK(mixp_mul(used, x, &p));
+  MT_OK(mixp_sum(p, NULL, 0, 0, &loss));
+  MT_OK(mixp_optimizer_zero_grad(opt));
+  if (prepare) MT_OK(mixp_dist_prepare_gradients(d, opt, 0));
+  MT_OK(mixp_backward(loss, NULL));
+  MT_OK(mixp_dist_average_gradients(d, opt, 0));
+  mixp_tensor *ts[] = {x, p, loss};
+  for (int i = 0; i < 3; ++i) mixp_tensor_release(ts[i]);
+}
+
+/* Buckets are launched in their planned order only (the same collectives in
+ * the same order on every rank): a bucket whose gradient backward never
+ * makes holds back every bucket planned after it until the average, which
+ * counts the missing gradient as zeros. */
+static void test_prepare_keeps_bucket_order(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  mixp_dist *d = make_dist_buckets(s, 1);
+  const double wv[4] = {0.5, -0.25, 0.125, 1.0}, zeros[4] = {0, 0, 0, 0};
+  for (int unused_first = 0; unused_first < 2; ++unused_first) {
+    mixp_tensor *used = mt_param(s, MIXP_F32, wv, 4), *unused = mt_param(s, MIXP_F32, wv, 4);
+    /* Slots are planned last to first: the slot-0 parameter's bucket comes last. */
+    mixp_tensor *params[2] = {unused_first ? unused : used, unused_first ? used : unused};
+    mixp_optimizer *opt = mt_sgd(s, params, 2, 0.01);
+    unused_step(s, d, used, opt, 0);
+    mixp_tensor *g = NULL;
+    MT_OK(mixp_tensor_grad(used, &g));
+    double *want = mt_values(g);
+    mixp_tensor_release(g);
+    const mixp_dist_stats before = dist_stats(d);
+    unused_step(s, d, used, opt, 1);
+    const mixp_dist_stats end = dist_stats(d);
+    MT_OK(mixp_tensor_grad(used, &g));
+    double *got = mt_values(g);
+    mt_assert_close(got, want, 4, 0.0, 0.0);
+    mixp_tensor_release(g);
+    MT_OK(mixp_tensor_grad(unused, &g));
+    assert_non_null(g);
+    double *z = mt_values(g);
+    mt_assert_close(z, zeros, 4, 0.0, 0.0);
+    mixp_tensor_release(g);
+    if (has_buckets(d)) {
+      assert_int_equal(end.buckets - before.buckets, 2);
+      /* unused in slot 0: its bucket is last, the used one goes in backward;
+       * unused in slot 1: its bucket is first and holds the other back. */
+      assert_int_equal(end.buckets_in_backward - before.buckets_in_backward, unused_first ? 1 : 0);
+    }
+    free(want);
+    free(got);
+    free(z);
+    mixp_optimizer_destroy(opt);
+    mixp_tensor_release(used);
+    mixp_tensor_release(unused);
+  }
+  mixp_dist_destroy(d);
+  mixp_session_destroy(s);
+}
+
+/* The plan's misuse: arguments, a mismatched average (the plan stays), a
+ * gradient replaced after backward packed it (the average fails, the plan is
+ * dropped), a plan replaced before any backward, absurd sample counts. */
+static void test_prepare_misuse(void **state) {
+  (void)state;
+  mixp_session *s = mt_session(), *other = mt_session();
+  mixp_dist *d = make_dist_buckets(s, 1);
+  const double wv[4] = {0.5, -0.25, 0.125, 1.0};
+  mixp_tensor *w = mt_param(s, MIXP_F32, wv, 4), *wo = mt_param(other, MIXP_F32, wv, 4);
+  mixp_optimizer *opt = mt_sgd(s, &w, 1, 0.01), *opt_other = mt_sgd(other, &wo, 1, 0.01);
+  MT_FAILS(mixp_dist_prepare_gradients(NULL, opt, 0), MIXP_ERR_INVALID_ARGUMENT,
+           "mixp_dist_prepare_gradients: dist");
+  MT_FAILS(mixp_dist_prepare_gradients(d, NULL, 0), MIXP_ERR_INVALID_ARGUMENT,
+           "mixp_dist_prepare_gradients: optimizer");
+  MT_FAILS(mixp_dist_prepare_gradients(d, opt_other, 0), MIXP_ERR_DEVICE, "another session");
+  const int64_t negative[] = {-1, INT64_MIN};
+  for (int k = 0; k < 2; ++k)
+    MT_FAILS(mixp_dist_prepare_gradients(d, opt, negative[k]), MIXP_ERR_INVALID_ARGUMENT, "local_samples");
+  /* Absurd but valid sample counts: the weights stay finite (1/world each). */
+  const int64_t huge[] = {(int64_t)1 << 62, INT64_MAX};
+  for (int k = 0; k < 2; ++k) {
+    unused_step(s, d, w, opt, 0); /* a reference gradient */
+    mixp_tensor *g = NULL;
+    MT_OK(mixp_tensor_grad(w, &g));
+    double *want = mt_values(g);
+    mixp_tensor_release(g);
+    MT_OK(mixp_optimizer_zero_grad(opt));
+    const double xv[4] = {1, 2, 3, 4};
+    const int64_t shape[1] = {4};
+    mixp_tensor *x = mt_tensor(s, MIXP_F32, xv, shape, 1), *p = NULL, *loss = NULL;
+    MT_OK(mixp_mul(w, x, &p));
+    MT_OK(mixp_sum(p, NULL, 0, 0, &loss));
+    MT_OK(mixp_dist_prepare_gradients(d, opt, huge[k]));
+    MT_OK(mixp_backward(loss, NULL));
+    /* another count than the plan's: refused, and the plan stays */
+    MT_FAILS(mixp_dist_average_gradients(d, opt, 3), MIXP_ERR_INVALID_ARGUMENT, "local_samples");
+    MT_OK(mixp_dist_average_gradients(d, opt, huge[k]));
+    MT_OK(mixp_tensor_grad(w, &g));
+    double *got = mt_values(g);
+    mt_assert_close(got, want, 4, 0.0, 0.0);
+    mixp_tensor_release(g);
+    free(want);
+    free(got);
+    mixp_tensor *ts[] = {x, p, loss};
+    for (int i = 0; i < 3; ++i) mixp_tensor_release(ts[i]);
+  }
+  /* A gradient replaced after backward packed it. */
+  {
+    const double xv[4] = {1, 2, 3, 4};
+    const int64_t shape[1] = {4};
+    mixp_tensor *x = mt_tensor(s, MIXP_F32, xv, shape, 1), *p = NULL, *loss = NULL;
+    MT_OK(mixp_mul(w, x, &p));
+    MT_OK(mixp_sum(p, NULL, 0, 0, &loss));
+    MT_OK(mixp_optimizer_zero_grad(opt));
+    MT_OK(mixp_dist_prepare_gradients(d, opt, 0));
+    MT_OK(mixp_backward(loss, NULL));
+    MT_OK(mixp_optimizer_zero_grad(opt));
+    mixp_tensor *g = (mixp_tensor *)0x1;
+    if (has_buckets(d)) {
+      MT_FAILS(mixp_dist_average_gradients(d, opt, 0), MIXP_ERR_STATE, "was replaced after the backward pass");
+      MT_OK(mixp_tensor_grad(w, &g));
+      assert_null(g); /* the failed average wrote nothing */
+    } else {
+      /* No buckets, nothing packed: the average is the (missing) gradient. */
+      MT_OK(mixp_dist_average_gradients(d, opt, 0));
+      MT_OK(mixp_tensor_grad(w, &g));
+      assert_non_null(g);
+      mixp_tensor_release(g);
+    }
+    mixp_tensor *ts[] = {x, p, loss};
+    for (int i = 0; i < 3; ++i) mixp_tensor_release(ts[i]);
+  }
+  /* The plan was dropped: a plain step works again; so do a plan replaced
+   * before its backward and a plan no backward took. */
+  unused_step(s, d, w, opt, 0);
+  MT_OK(mixp_dist_prepare_gradients(d, opt, 0));
+  unused_step(s, d, w, opt, 1);
+  MT_OK(mixp_dist_prepare_gradients(d, opt, 0));
+  MT_OK(mixp_dist_average_gradients(d, opt, 0));
+  /* stats */
+  mixp_dist_stats st;
+  st.struct_size = sizeof st;
+  MT_FAILS(mixp_dist_get_stats(NULL, &st), MIXP_ERR_INVALID_ARGUMENT, "mixp_dist_get_stats: dist");
+  MT_FAILS(mixp_dist_get_stats(d, NULL), MIXP_ERR_INVALID_ARGUMENT, "stats");
+  st.struct_size = 4;
+  MT_FAILS(mixp_dist_get_stats(d, &st), MIXP_ERR_INVALID_ARGUMENT, "struct_size");
+  /* A communicator destroyed with a plan armed leaves the session clean. */
+  MT_OK(mixp_dist_prepare_gradients(d, opt, 0));
+  mixp_dist_destroy(d);
+  {
+    const double xv[4] = {1, 2, 3, 4};
+    const int64_t shape[1] = {4};
+    mixp_tensor *x = mt_tensor(s, MIXP_F32, xv, shape, 1), *p = NULL, *loss = NULL;
+    MT_OK(mixp_mul(w, x, &p));
+    MT_OK(mixp_sum(p, NULL, 0, 0, &loss));
+    MT_OK(mixp_backward(loss, NULL));
+    mixp_tensor *ts[] = {x, p, loss};
+    for (int i = 0; i < 3; ++i) mixp_tensor_release(ts[i]);
+  }
+  mixp_optimizer_destroy(opt);
+  mixp_optimizer_destroy(opt_other);
+  mixp_tensor_release(w);
+  mixp_tensor_release(wo);
+  mixp_session_destroy(other);
   mixp_session_destroy(s);
 }
 
@@ -840,6 +1113,9 @@ int main(void) {
       cmocka_unit_test(test_all_reduce_large_is_identical),
       cmocka_unit_test(test_broadcast_and_gather),
       cmocka_unit_test(test_data_parallel_equals_one_process),
+      cmocka_unit_test(test_prepare_overlaps_and_matches),
+      cmocka_unit_test(test_prepare_keeps_bucket_order),
+      cmocka_unit_test(test_prepare_misuse),
       cmocka_unit_test(test_overflow_on_one_rank_skips_on_all),
       cmocka_unit_test(test_sharded_loader_in_one_process),
       cmocka_unit_test(test_sharded_loader_across_ranks),

@@ -14,6 +14,7 @@ gradients before every optimizer step::
         for x, y in loader:
             loss = mixp.functional.cross_entropy(model(x), y)
             opt.zero_grad()
+            d.prepare_gradients(opt)                   # optional: average during backward
             loss.backward()
             d.average_gradients(opt)
             opt.step()
@@ -147,6 +148,24 @@ class Dist(Handle):
         the samples this rank's gradient was averaged over (>= 1), weighing
         each rank by its share of the global batch."""
         capi.mixp_dist_average_gradients(self._h, optimizer._h, int(local_samples))
+
+    def prepare_gradients(self, optimizer, local_samples=0):
+        """Arms the next backward pass to average ``optimizer``'s gradients
+        while it runs (PyTorch DDP's overlap): each bucket is reduced as soon
+        as its gradients are final, in the planned order. Call it right before
+        the last micro-batch's backward, then ``average_gradients`` with the
+        same ``optimizer`` and ``local_samples`` as usual; the averages are the
+        same bits as without it."""
+        capi.mixp_dist_prepare_gradients(self._h, optimizer._h, int(local_samples))
+
+    def stats(self):
+        """Gradient-averaging counters since creation: a dict with
+        ``gradient_averages``, ``buckets``, ``buckets_in_backward`` (launched
+        during a backward pass that prepare_gradients armed) and ``bytes``."""
+        st = capi.mixp_dist_stats()
+        capi.mixp_dist_get_stats(self._h, st)
+        return {"gradient_averages": st.gradient_averages, "buckets": st.buckets,
+                "buckets_in_backward": st.buckets_in_backward, "bytes": st.bytes}
 
     def __repr__(self):
         if self.closed:

@@ -74,6 +74,22 @@ def main():
         samples = r + 1  # rank 0 averaged over 1 sample, rank 1 over 2: weights 1/3 and 2/3
         per_rank = local_grads(samples)
         d.average_gradients(opt, local_samples=samples)
+        averaged = [p.grad.numpy() for p in opt.params]
+        # The same step averaged during backward: the same bits, every bucket
+        # launched inside backward.
+        before = d.stats()
+        opt.zero_grad()
+        x = mixp.from_numpy(np.linspace(-1, 1, samples * 3, dtype=np.float32).reshape(samples, 3) * (r + 1),
+                            session=s)
+        d.prepare_gradients(opt, local_samples=samples)
+        (model(x) * model(x)).mean().backward()
+        d.average_gradients(opt, local_samples=samples)
+        after_stats = d.stats()
+        assert after_stats["buckets"] > before["buckets"]
+        assert after_stats["buckets_in_backward"] - before["buckets_in_backward"] == \
+            after_stats["buckets"] - before["buckets"]
+        for p, a in zip(opt.params, averaged):
+            np.testing.assert_array_equal(p.grad.numpy(), a)
         for p, g in zip(opt.params, per_rank):
             np.testing.assert_allclose(p.grad.numpy(), (g[0] + 2 * g[1]) / 3, rtol=1e-5, atol=1e-7)
             after = gather(d, p.grad)

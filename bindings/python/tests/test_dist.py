@@ -82,6 +82,20 @@ def test_broadcast_module_and_average_gradients(d, s):
         np.testing.assert_allclose(p.grad.numpy(), g, rtol=1e-6)
     with pytest.raises(mixp.InvalidArgumentError, match="local_samples"):
         d.average_gradients(opt, local_samples=-1)
+    # Averaged during backward: the same values (one rank), counted.
+    opt.zero_grad()
+    d.prepare_gradients(opt, local_samples=5)
+    (model(x) * model(x)).sum().backward()
+    with pytest.raises(mixp.InvalidArgumentError, match="local_samples"):
+        d.average_gradients(opt)  # not the plan's count; the plan stays
+    d.average_gradients(opt, local_samples=5)
+    for p, g in zip(opt.params, grads):
+        np.testing.assert_allclose(p.grad.numpy(), g, rtol=1e-6)
+    st = d.stats()
+    assert st["gradient_averages"] == 3
+    assert 0 <= st["buckets_in_backward"] <= st["buckets"]
+    with pytest.raises(mixp.InvalidArgumentError, match="mixp_dist_prepare_gradients"):
+        d.prepare_gradients(opt, local_samples=-1)
     opt.step()
 
 

@@ -17,6 +17,9 @@ namespace {
 void CpuBackend::clique_id(unsigned char *) { no_collectives("clique_id"); }
 const char *CpuBackend::clique_join(const unsigned char *, int, int) { no_collectives("clique_join"); }
 void CpuBackend::all_reduce(const View &, CollectiveOp) { no_collectives("all_reduce"); }
+void CpuBackend::all_reduce_overlapped(const View &, CollectiveOp) {
+  no_collectives("all_reduce_overlapped");
+}
 void CpuBackend::broadcast(const View &, int) { no_collectives("broadcast"); }
 void CpuBackend::all_gather(const View &, const View &) { no_collectives("all_gather"); }
 

@@ -112,6 +112,8 @@ class CpuBackend final : public Backend {
   const char *clique_join(const unsigned char id[kCliqueIdBytes], int world, int rank) override;
   void clique_leave() noexcept override {}
   void all_reduce(const View &buf, CollectiveOp op) override;
+  void all_reduce_overlapped(const View &buf, CollectiveOp op) override;
+  void collectives_join() override {}  // nothing is ever pending
   void broadcast(const View &buf, int root) override;
   void all_gather(const View &in, const View &out) override;
 

@@ -168,4 +168,19 @@ public final class Dist extends NativeHandle {
       Reference.reachabilityFence(opt);
     }
   }
+
+  /**
+   * Arms the next backward pass to average {@code opt}'s gradients while it runs (each bucket
+   * reduced as soon as its gradients are final, in the planned order); {@link #averageGradients}
+   * with the same arguments then finishes the step, with the same result as without this call.
+   * Call it right before the last micro-batch's backward pass.
+   */
+  public void prepareGradients(Optimizer opt, long localSamples) {
+    try {
+      mixp.mixp_dist_prepare_gradients(ptr(), Tensor.p(opt), localSamples);
+    } finally {
+      Reference.reachabilityFence(this);
+      Reference.reachabilityFence(opt);
+    }
+  }
 }

@@ -56,6 +56,7 @@ class DistTest {
            Tensor y = lin.forward(x);
            Tensor sq = y.mul(y);
            Tensor loss = sq.sum(false)) {
+        d.prepareGradients(opt, 0); // averaged during backward: one rank, the same values
         loss.backward();
         float[][] before = new float[params.length][];
         for (int i = 0; i < params.length; i++) {
@@ -73,6 +74,8 @@ class DistTest {
         }
         MixpException e = assertThrows(InvalidArgumentException.class, () -> d.averageGradients(opt, -1));
         assertTrue(e.getMessage().contains("local_samples"), e.getMessage());
+        e = assertThrows(InvalidArgumentException.class, () -> d.prepareGradients(opt, -1));
+        assertTrue(e.getMessage().contains("mixp_dist_prepare_gradients"), e.getMessage());
         opt.step();
       } finally {
         Mixp.closeAll(params);
