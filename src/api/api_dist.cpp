@@ -1,6 +1,7 @@
 // C shims of data-parallel training (src/dist/).
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "api/api_common.hpp"
 #include "dist/dist.hpp"
@@ -21,6 +22,18 @@ Tensor *check_tensor_of(const Dist &d, const mixp_tensor *t, const char *fn, con
   Tensor *x = check_tensor(t, fn, arg);
   check_same_session(d, x->session.get(), fn, arg);
   return x;
+}
+
+// The arguments of the gradient-averaging calls.
+std::pair<Dist *, Optimizer *> check_gradient_args(mixp_dist *dist, mixp_optimizer *optimizer,
+                                                   int64_t local_samples, const char *fn) {
+  Dist *d = dist::check_dist(dist, fn);
+  Optimizer *o = check_optimizer(optimizer, fn);
+  check_same_session(*d, o->session.get(), fn, "optimizer");
+  if (local_samples < 0)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": local_samples must be >= 0 (0: plain average), got ",
+         local_samples);
+  return {d, o};
 }
 
 }  // namespace
@@ -141,12 +154,7 @@ mixp_status mixp_dist_average_gradients(mixp_dist *dist, mixp_optimizer *optimiz
                                         int64_t local_samples) {
   static const char *fn = "mixp_dist_average_gradients";
   return guard(fn, [&] {
-    Dist *d = dist::check_dist(dist, fn);
-    Optimizer *o = check_optimizer(optimizer, fn);
-    check_same_session(*d, o->session.get(), fn, "optimizer");
-    if (local_samples < 0)
-      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": local_samples must be >= 0 (0: plain average), got ",
-           local_samples);
+    auto [d, o] = check_gradient_args(dist, optimizer, local_samples, fn);
     dist::average_gradients(*d, *o, local_samples, fn);
   });
 }
@@ -155,12 +163,7 @@ mixp_status mixp_dist_prepare_gradients(mixp_dist *dist, mixp_optimizer *optimiz
                                         int64_t local_samples) {
   static const char *fn = "mixp_dist_prepare_gradients";
   return guard(fn, [&] {
-    Dist *d = dist::check_dist(dist, fn);
-    Optimizer *o = check_optimizer(optimizer, fn);
-    check_same_session(*d, o->session.get(), fn, "optimizer");
-    if (local_samples < 0)
-      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": local_samples must be >= 0 (0: plain average), got ",
-           local_samples);
+    auto [d, o] = check_gradient_args(dist, optimizer, local_samples, fn);
     dist::prepare_gradients(*d, *o, local_samples, fn);
   });
 }

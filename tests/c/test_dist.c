@@ -446,20 +446,27 @@ static void test_prepare_overlaps_and_matches(void **state) {
   mixp_session_destroy(s);
 }
 
-/* loss = sum(w * x) with an optimizer over {first, second}, one of which
- * (`unused`) gets no gradient; each parameter its own bucket (1 byte). */
-static void unused_step(mixp_session *s, mixp_dist *d, mixp_tensor *used, mixp_optimizer *opt, int prepare) {
+/* sum(w * [1, 2, 3, 4]) for a 4-element w (owned). */
+static mixp_tensor *dot_loss(mixp_session *s, mixp_tensor *w) {
   const double xv[4] = {1, 2, 3, 4};
   const int64_t shape[1] = {4};
   mixp_tensor *x = mt_tensor(s, MIXP_F32, xv, shape, 1), *p = NULL, *loss = NULL;
-  MT_OK(mixp_mul(used, x, &p));
+  MT_OK(mixp_mul(w, x, &p));
   MT_OK(mixp_sum(p, NULL, 0, 0, &loss));
+  mixp_tensor_release(x);
+  mixp_tensor_release(p);
+  return loss;
+}
+
+/* One step of dot_loss(used) with an optimizer over `used` and a parameter
+ * that gets no gradient; averaged after backward, or during it (prepare). */
+static void unused_step(mixp_session *s, mixp_dist *d, mixp_tensor *used, mixp_optimizer *opt, int prepare) {
+  mixp_tensor *loss = dot_loss(s, used);
   MT_OK(mixp_optimizer_zero_grad(opt));
   if (prepare) MT_OK(mixp_dist_prepare_gradients(d, opt, 0));
   MT_OK(mixp_backward(loss, NULL));
   MT_OK(mixp_dist_average_gradients(d, opt, 0));
-  mixp_tensor *ts[] = {x, p, loss};
-  for (int i = 0; i < 3; ++i) mixp_tensor_release(ts[i]);
+  mixp_tensor_release(loss);
 }
 
 /* Buckets are launched in their planned order only (the same collectives in
@@ -537,11 +544,7 @@ static void test_prepare_misuse(void **state) {
     double *want = mt_values(g);
     mixp_tensor_release(g);
     MT_OK(mixp_optimizer_zero_grad(opt));
-    const double xv[4] = {1, 2, 3, 4};
-    const int64_t shape[1] = {4};
-    mixp_tensor *x = mt_tensor(s, MIXP_F32, xv, shape, 1), *p = NULL, *loss = NULL;
-    MT_OK(mixp_mul(w, x, &p));
-    MT_OK(mixp_sum(p, NULL, 0, 0, &loss));
+    mixp_tensor *loss = dot_loss(s, w);
     MT_OK(mixp_dist_prepare_gradients(d, opt, huge[k]));
     MT_OK(mixp_backward(loss, NULL));
     /* another count than the plan's: refused, and the plan stays */
@@ -553,16 +556,11 @@ static void test_prepare_misuse(void **state) {
     mixp_tensor_release(g);
     free(want);
     free(got);
-    mixp_tensor *ts[] = {x, p, loss};
-    for (int i = 0; i < 3; ++i) mixp_tensor_release(ts[i]);
+    mixp_tensor_release(loss);
   }
   /* A gradient replaced after backward packed it. */
   {
-    const double xv[4] = {1, 2, 3, 4};
-    const int64_t shape[1] = {4};
-    mixp_tensor *x = mt_tensor(s, MIXP_F32, xv, shape, 1), *p = NULL, *loss = NULL;
-    MT_OK(mixp_mul(w, x, &p));
-    MT_OK(mixp_sum(p, NULL, 0, 0, &loss));
+    mixp_tensor *loss = dot_loss(s, w);
     MT_OK(mixp_optimizer_zero_grad(opt));
     MT_OK(mixp_dist_prepare_gradients(d, opt, 0));
     MT_OK(mixp_backward(loss, NULL));
@@ -579,8 +577,7 @@ static void test_prepare_misuse(void **state) {
       assert_non_null(g);
       mixp_tensor_release(g);
     }
-    mixp_tensor *ts[] = {x, p, loss};
-    for (int i = 0; i < 3; ++i) mixp_tensor_release(ts[i]);
+    mixp_tensor_release(loss);
   }
   /* The plan was dropped: a plain step works again; so do a plan replaced
    * before its backward and a plan no backward took. */
@@ -599,16 +596,9 @@ static void test_prepare_misuse(void **state) {
   /* A communicator destroyed with a plan armed leaves the session clean. */
   MT_OK(mixp_dist_prepare_gradients(d, opt, 0));
   mixp_dist_destroy(d);
-  {
-    const double xv[4] = {1, 2, 3, 4};
-    const int64_t shape[1] = {4};
-    mixp_tensor *x = mt_tensor(s, MIXP_F32, xv, shape, 1), *p = NULL, *loss = NULL;
-    MT_OK(mixp_mul(w, x, &p));
-    MT_OK(mixp_sum(p, NULL, 0, 0, &loss));
-    MT_OK(mixp_backward(loss, NULL));
-    mixp_tensor *ts[] = {x, p, loss};
-    for (int i = 0; i < 3; ++i) mixp_tensor_release(ts[i]);
-  }
+  mixp_tensor *loss = dot_loss(s, w);
+  MT_OK(mixp_backward(loss, NULL));
+  mixp_tensor_release(loss);
   mixp_optimizer_destroy(opt);
   mixp_optimizer_destroy(opt_other);
   mixp_tensor_release(w);
