@@ -3,9 +3,9 @@
 // A leaf's gradient is final once the last node feeding it has run: it is
 // formed then (and shown to the session's LeafGradObserver, if one is
 // armed), but leaf .grad fields are written only after every node ran, so a
-// pass that fails part-way leaves the leaves as they were. The engine sits above the
-// ops (the formulas it runs and the sums it forms are ops), while the graph
-// it walks is recorded below them (autograd/graph.cpp).
+// pass that fails part-way leaves the leaves as they were. The engine sits
+// above the ops (the formulas it runs and the sums it forms are ops), while
+// the graph it walks is recorded below them (autograd/graph.cpp).
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
