@@ -25,14 +25,18 @@ static mixp_dist_transport transport(void) {
   return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") ? MIXP_DIST_MPI : MIXP_DIST_SINGLE;
 }
 
-static mixp_dist *make_dist(mixp_session *s) {
+/* bucket_bytes 0: the default. */
+static mixp_dist *make_dist_buckets(mixp_session *s, int64_t bucket_bytes) {
   mixp_dist_options o;
   mixp_dist_options_init(&o);
   o.transport = transport();
+  if (bucket_bytes > 0) o.bucket_bytes = bucket_bytes;
   mixp_dist *d = NULL;
   MT_OK(mixp_dist_create(s, &o, &d));
   return d;
 }
+
+static mixp_dist *make_dist(mixp_session *s) { return make_dist_buckets(s, 0); }
 
 static int setup(void **state) {
   (void)state;
@@ -360,16 +364,6 @@ static void test_data_parallel_equals_one_process(void **state) {
  * stay bit-identical for 20 steps. A world of one on the host transport has
  * no buckets (the average is the gradient); through NCCL even one rank
  * reduces them. */
-static mixp_dist *make_dist_buckets(mixp_session *s, int64_t bucket_bytes) {
-  mixp_dist_options o;
-  mixp_dist_options_init(&o);
-  o.transport = transport();
-  o.bucket_bytes = bucket_bytes;
-  mixp_dist *d = NULL;
-  MT_OK(mixp_dist_create(s, &o, &d));
-  return d;
-}
-
 static mixp_dist_stats dist_stats(const mixp_dist *d) {
   mixp_dist_stats st;
   memset(&st, 0xff, sizeof st);
