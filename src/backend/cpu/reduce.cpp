@@ -131,15 +131,19 @@ void max_dim_impl(const T *x, int64_t outer, int64_t n, int64_t inner, T *values
 // Softmax over the last dim (inner == 1, attention's and the loss's case):
 // each row is contiguous, so its max, exp and sum run along it in vectors;
 // the sum in lanes (lane_sums.hpp) keeps it independent of the kernel
-// version. The strided loops below would run one element wide here.
+// version. The strided loops below would run one element wide here. Each
+// exp is computed once: the sum's pass keeps them for the output's.
 template <class T>
 void softmax_rows(const T *x, int64_t rows, int64_t n, bool log, T *y) {
   using A = acc_t<T>;
 #pragma omp parallel for schedule(static) if (rows * n >= kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
+    thread_local std::vector<A> exps;
+    if (!log && exps.size() < size_t(n)) exps.resize(size_t(n));
     cpu::run_kernel([&]() MIXP_KERNEL_BODY {
       const T *__restrict xr = x + r * n;
       T *__restrict yr = y + r * n;
+      A *__restrict er = exps.data();
       // The row's max in 8 lanes, combined in order; any NaN makes it NaN.
       auto larger = [](A v, A m) { return (v > m || std::isunordered(v, v)) ? v : m; };
       A lane[8];
@@ -151,13 +155,17 @@ void softmax_rows(const T *x, int64_t rows, int64_t n, bool log, T *y) {
       A mx = lane[0];
       for (int l = 1; l < 8; ++l) mx = larger(lane[l], mx);
       double sum = 0.0;
-      cpu::lane_sums<1>(n, [&](int64_t k, double *v) { v[0] = double(hd::exp(A(load<T>(xr[k]) - mx))); }, &sum);
       if (log) {
+        cpu::lane_sums<1>(n, [&](int64_t k, double *v) { v[0] = double(hd::exp(A(load<T>(xr[k]) - mx))); }, &sum);
         const double lse = std::log(sum);
         for (int64_t k = 0; k < n; ++k) yr[k] = store_double<T>(double(load<T>(xr[k]) - mx) - lse);
       } else {
+        cpu::lane_sums<1>(n, [&](int64_t k, double *v) {
+          er[k] = hd::exp(A(load<T>(xr[k]) - mx));
+          v[0] = double(er[k]);
+        }, &sum);
         const double inv = 1.0 / sum;
-        for (int64_t k = 0; k < n; ++k) yr[k] = store_double<T>(double(hd::exp(A(load<T>(xr[k]) - mx))) * inv);
+        for (int64_t k = 0; k < n; ++k) yr[k] = store_double<T>(double(er[k]) * inv);
       }
     });
   }
