@@ -105,13 +105,13 @@ GradSync::~GradSync() {
   }
 }
 
-void GradSync::pack(size_t k, const TensorPtr &grad) {
+void GradSync::pack(size_t k, const TensorPtr &grad, const char *fn) {
   const auto [bi, j] = place_[k];
   Bucket &b = buckets_[bi];
   // The gradient's dtype decided the bucket; one in another would be
   // rounded differently from an average taken after backward.
   if ((grad->dtype == MIXP_F64) != (b.dtype == MIXP_F64))
-    fail(MIXP_ERR_STATE, "mixp_dist: parameter ", k, "'s gradient is ", dtype_name(grad->dtype),
+    fail(MIXP_ERR_STATE, fn, ": parameter ", k, "'s gradient is ", dtype_name(grad->dtype),
          " but the plan of mixp_dist_prepare_gradients expected ", dtype_name(b.dtype),
          " staging; set gradient dtypes before preparing");
   d_.session->backend->copy(view_of(*grad), packed_view(*b.flat, b.starts[j], *grad));
@@ -138,7 +138,7 @@ void GradSync::final_grad(Tensor &leaf, const TensorPtr &grad) {
   if (it == slot_of_.end() || grads_[it->second]) return;  // not a parameter of the plan
   Session *s = d_.session.get();
   NoGradGuard no_grad(s);
-  pack(it->second, grad);
+  pack(it->second, grad, "mixp_backward");
   launch_ready();
 }
 
@@ -165,7 +165,7 @@ void GradSync::finish(mixp_optimizer &opt, const char *fn) {
   Backend &be = *s->backend;
   if (!buckets_.empty()) {
     for (size_t k = n; k-- > 0;)
-      if (!grads_[k]) pack(k, missing[k] ? missing[k] : opt.slots[k].param->grad);
+      if (!grads_[k]) pack(k, missing[k] ? missing[k] : opt.slots[k].param->grad, fn);
     launch_ready();
     be.collectives_join();
     overlapped_ = false;

@@ -55,7 +55,7 @@ class GradSync final : public LeafGradObserver {
     TensorPtr flat;
     size_t waiting = 0;  // parameters not yet packed
   };
-  void pack(size_t k, const TensorPtr &grad);
+  void pack(size_t k, const TensorPtr &grad, const char *fn);  // fn: the API call, for errors
   void launch_ready();
 
   mixp_dist &d_;

@@ -16,15 +16,6 @@ static void add_grad(mixp_tensor *p, const double *g) {
   mixp_tensor_release(gt);
 }
 
-static double *grad_values(const mixp_tensor *p) {
-  mixp_tensor *g = NULL;
-  MT_OK(mixp_tensor_grad(p, &g));
-  assert_non_null(g);
-  double *v = mt_values(g);
-  mixp_tensor_release(g);
-  return v;
-}
-
 /* Exact equality that also accepts Inf == Inf and NaN == NaN. */
 static void assert_same(const double *got, const double *want, int n) {
   for (int i = 0; i < n; ++i)
@@ -58,7 +49,7 @@ static void test_clip_hand_norm(void **state) {
   double w1[3], w2[2];
   for (int i = 0; i < 3; ++i) w1[i] = g1[i] * coef;
   for (int i = 0; i < 2; ++i) w2[i] = g2[i] * coef;
-  double *a = grad_values(p[0]), *b = grad_values(p[1]);
+  double *a = mt_grad_values(p[0]), *b = mt_grad_values(p[1]);
   mt_assert_close(a, w1, 3, 1e-7, 1e-6);
   mt_assert_close(b, w2, 2, 0.0, 1e-3); /* fp16 rounding */
   free(a);
@@ -70,8 +61,8 @@ static void test_clip_hand_norm(void **state) {
   add_grad(p[0], g1);
   add_grad(p[1], g2);
   MT_OK(mixp_clip_grad_norm(opt, 100.0, NULL));
-  a = grad_values(p[0]);
-  b = grad_values(p[1]);
+  a = mt_grad_values(p[0]);
+  b = mt_grad_values(p[1]);
   mt_assert_close(a, g1, 3, 0.0, 0.0);
   mt_assert_close(b, g2, 2, 0.0, 0.0);
   free(a);
@@ -98,7 +89,7 @@ static void test_clip_hand_norm(void **state) {
   MT_OK(mixp_clip_grad_norm(ob, 1.0, &norm));
   const double want = sqrt(ss);
   mt_assert_close((double[]){item(norm)}, &want, 1, 0.0, 1e-6);
-  double *gb = grad_values(pb);
+  double *gb = mt_grad_values(pb);
   double sumsq = 0;
   for (int i = 0; i < N; ++i) sumsq += gb[i] * gb[i];
   assert_true(fabs(sqrt(sumsq) - 1.0) < 1e-4);
@@ -128,7 +119,7 @@ static void test_non_finite_norm_skips_step(void **state) {
     MT_OK(mixp_clip_grad_norm(opt, 1.0, &norm));
     assert_false(isfinite(item(norm)));
     mixp_tensor_release(norm);
-    double *g = grad_values(p);
+    double *g = mt_grad_values(p);
     assert_same(g, cases[k], 2); /* unchanged */
     free(g);
     MT_OK(mixp_optimizer_step(opt)); /* skipped on the device */
@@ -332,7 +323,7 @@ static void test_clip_misuse(void **state) {
   MT_FAILS(mixp_clip_grad_norm(opt, NAN, &norm), MIXP_ERR_INVALID_ARGUMENT, "max_norm");
   MT_FAILS(mixp_clip_grad_norm(opt, INFINITY, &norm), MIXP_ERR_INVALID_ARGUMENT, "max_norm");
   assert_ptr_equal(norm, (mixp_tensor *)0x1);
-  double *g = grad_values(p);
+  double *g = mt_grad_values(p);
   mt_assert_close(g, v, 2, 0.0, 0.0);
   free(g);
   uint64_t junk[16] = {0}; /* not an optimizer */

@@ -141,6 +141,16 @@ static inline double *mt_values(const mixp_tensor *t) {
   return v;
 }
 
+/* The values of p's gradient as doubles (malloc'd; p must have one). */
+static inline double *mt_grad_values(const mixp_tensor *p) {
+  mixp_tensor *g = NULL;
+  MT_OK(mixp_tensor_grad(p, &g));
+  assert_non_null(g);
+  double *v = mt_values(g);
+  mixp_tensor_release(g);
+  return v;
+}
+
 static inline void mt_assert_close(const double *got, const double *want, int64_t n, double atol,
                                    double rtol) {
   for (int64_t i = 0; i < n; ++i) {
