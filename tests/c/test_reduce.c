@@ -135,6 +135,50 @@ static void test_sum_long_rows_deterministic(void **state) {
   free(v);
 }
 
+/* Column sums (sum over dim 0 of a row-major matrix: a bias gradient) split
+ * the columns among the threads; each column is still summed down the rows
+ * in one order, in double, so 1, 2 and 3 threads give the same bits, and the
+ * result is the exact sum rounded once (the sums of these few hundred
+ * dtype values are exact in double). */
+static void test_sum_columns_thread_independent(void **state) {
+  (void)state;
+  const int64_t shape[2] = {400, 200};
+  const int64_t n = shape[0] * shape[1];
+  double *v = (double *)malloc((size_t)n * sizeof(double));
+  mt_fill(v, n, -1.0, 1.0, 11);
+  const mixp_dtype dts[3] = {MIXP_F32, MIXP_BF16, MIXP_F16};
+  const double half_ulp[3] = {0x1p-24, 0x1p-8, 0x1p-11};
+  const int d0 = 0;
+  for (int t = 0; t < 3; ++t) {
+    double *got[3] = {NULL, NULL, NULL};
+    for (int threads = 1; threads <= 3; ++threads) {
+      mixp_session_options o;
+      mixp_session_options_init(&o);
+      o.num_threads = threads;
+      mixp_session *s = NULL;
+      MT_OK(mixp_session_create(&o, &s));
+      mixp_tensor *x = mt_tensor(s, dts[t], v, shape, 2), *y = NULL;
+      MT_OK(mixp_sum(x, &d0, 1, 0, &y));
+      got[threads - 1] = mt_values(y);
+      if (threads == 1) {
+        double *xv = mt_values(x); /* the values as stored in dtype */
+        for (int64_t c = 0; c < shape[1]; ++c) {
+          double want = 0.0;
+          for (int64_t r = 0; r < shape[0]; ++r) want += xv[r * shape[1] + c];
+          assert_true(fabs(got[0][c] - want) <= half_ulp[t] * fabs(want) + 1e-30);
+        }
+        free(xv);
+      }
+      mixp_tensor_release(x);
+      mixp_tensor_release(y);
+      mixp_session_destroy(s);
+    }
+    for (int k = 1; k < 3; ++k) assert_memory_equal(got[0], got[k], (size_t)shape[1] * sizeof(double));
+    for (int k = 0; k < 3; ++k) free(got[k]);
+  }
+  free(v);
+}
+
 static void test_mean_of_empty_is_nan(void **state) {
   (void)state;
   mixp_session *s = mt_session();
@@ -687,6 +731,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sum_mean_values),
       cmocka_unit_test(test_sum_long_rows_deterministic),
+      cmocka_unit_test(test_sum_columns_thread_independent),
       cmocka_unit_test(test_mean_of_empty_is_nan),
       cmocka_unit_test(test_max_argmax_values),
       cmocka_unit_test(test_max_nan_and_ints),
