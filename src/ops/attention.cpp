@@ -67,6 +67,13 @@ TensorPtr scaled_dot_product_attention(const TensorPtr &q_in, const TensorPtr &k
 
   const uint64_t rng_before = s->rng_offset;
   try {
+    // A multi-head layer's q, k and v are [B, H, T, D] views of one [B, T,
+    // 3E] projection, which no GEMM addresses: copied once here, each is
+    // also what the products save for backward, where it would otherwise be
+    // copied again.
+    q = gemm_operand(q);
+    k = gemm_operand(k);
+    v = gemm_operand(v);
     TensorPtr scores = mul_scalar(matmul(q, transpose(k, -1, -2)), scale);
     if (is_causal && sk > 1 && l > 0) scores = add(scores, causal_mask(s, q->dtype, l, sk));
     TensorPtr attn = softmax(scores, -1, false);

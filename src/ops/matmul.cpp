@@ -147,6 +147,8 @@ void check_matmul_args(const char *fn, const Tensor &a, const Tensor &b) {
 
 }  // namespace
 
+TensorPtr gemm_operand(const TensorPtr &t) { return gemm_addressable(*t) ? t : contiguous(t); }
+
 TensorPtr matmul(const TensorPtr &a_in, const TensorPtr &b_in) {
   const char *fn = "mixp_matmul";
   same_session(fn, {a_in.get(), b_in.get()});

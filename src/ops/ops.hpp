@@ -176,6 +176,11 @@ TensorPtr cat(const std::vector<TensorPtr> &xs, int dim);
 // ---- matrix products (ops/matmul.cpp) -----------------------------------------
 TensorPtr matmul(const TensorPtr &a, const TensorPtr &b);
 TensorPtr bmm(const TensorPtr &a, const TensorPtr &b);
+// t itself when a GEMM can address it (its matrix part has a unit stride on
+// one side and its batch dims fold into one stride), else contiguous(t), a
+// recorded copy. An op that multiplies a view more than once (forward and
+// backward) copies it once here instead of once per product.
+TensorPtr gemm_operand(const TensorPtr &t);
 TensorPtr linear(const TensorPtr &x, const TensorPtr &w, const TensorPtr &bias);
 
 // ---- convolution and pooling (ops/conv.cpp, ops/pool.cpp) ---------------------
