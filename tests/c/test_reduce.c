@@ -319,6 +319,62 @@ static void test_softmax_values(void **state) {
   mixp_session_destroy(s);
 }
 
+/* The CPU's f16 log_softmax backward, gx = gy - exp(y) * sum(gy), is formed
+ * in double and rounded once to f16: the same bits as a direct double ->
+ * _Float16 conversion. (Rounding to float first and then to f16 differs in
+ * about one value in 8000, so the 40,000 values here would catch it; so
+ * would a NaN or an inf rounded wrongly.) */
+static void test_log_softmax_backward_f16_rounds_once(void **state) {
+  (void)state;
+#ifdef __FLT16_MAX__
+  if (!mt_on_cpu()) skip();
+  mixp_session *s = mt_session();
+  const int64_t shape[2] = {40, 1000}, n = shape[0] * shape[1];
+  double *xv = (double *)malloc((size_t)n * sizeof(double));
+  double *gv = (double *)malloc((size_t)n * sizeof(double));
+  mt_fill(xv, n, -4.0, 4.0, 21);
+  mt_fill(gv, n, -1.0, 1.0, 22);
+  gv[5] = INFINITY; /* row 0: an inf seed makes the row's sum inf */
+  gv[1000 + 7] = NAN; /* row 1: NaN */
+  mixp_tensor *x = mt_tensor(s, MIXP_F16, xv, shape, 2), *g = mt_tensor(s, MIXP_F16, gv, shape, 2);
+  mixp_tensor *y = NULL, *gx = NULL;
+  MT_OK(mixp_tensor_set_requires_grad(x, 1));
+  MT_OK(mixp_log_softmax(x, 1, &y));
+  MT_OK(mixp_backward(y, g));
+  MT_OK(mixp_tensor_grad(x, &gx));
+  double *yd = mt_values(y), *gd = mt_values(g);
+  uint16_t *got = (uint16_t *)malloc((size_t)n * 2);
+  MT_OK(mixp_tensor_to_host(gx, got, (size_t)n * 2));
+  for (int64_t r = 0; r < shape[0]; ++r) {
+    double sum = 0.0; /* exact: 1000 f16 values */
+    for (int64_t k = 0; k < shape[1]; ++k) sum += gd[r * shape[1] + k];
+    for (int64_t k = 0; k < shape[1]; ++k) {
+      const int64_t i = r * shape[1] + k;
+      const _Float16 want = (_Float16)(gd[i] - exp(yd[i]) * sum);
+      uint16_t wb;
+      memcpy(&wb, &want, 2);
+      if (want != want) { /* any NaN: its sign is not specified */
+        assert_true((got[i] & 0x7c00u) == 0x7c00u && (got[i] & 0x3ffu) != 0);
+        continue;
+      }
+      if (got[i] != wb) fail_msg("row %lld col %lld: got 0x%04x, want 0x%04x", (long long)r, (long long)k, got[i], wb);
+    }
+  }
+  free(got);
+  free(yd);
+  free(gd);
+  free(xv);
+  free(gv);
+  mixp_tensor_release(x);
+  mixp_tensor_release(g);
+  mixp_tensor_release(y);
+  mixp_tensor_release(gx);
+  mixp_session_destroy(s);
+#else
+  skip();
+#endif
+}
+
 /* Shapes large enough for the threaded paths, with the reduced axis strided
  * and an inner size that is not a multiple of the kernels' chunk. */
 static void test_large_strided_axis(void **state) {
@@ -736,6 +792,7 @@ int main(void) {
       cmocka_unit_test(test_max_argmax_values),
       cmocka_unit_test(test_max_nan_and_ints),
       cmocka_unit_test(test_softmax_values),
+      cmocka_unit_test(test_log_softmax_backward_f16_rounds_once),
       cmocka_unit_test(test_large_strided_axis),
       cmocka_unit_test(test_gradcheck_sum_mean),
       cmocka_unit_test(test_gradcheck_max_softmax),

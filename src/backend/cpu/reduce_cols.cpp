@@ -7,8 +7,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/half_convert.hpp"
 #include "backend/cpu/simd.hpp"
 
 namespace mixp {
@@ -34,17 +36,28 @@ void sum_cols_impl(const T *x, int64_t rows, int64_t cols, T *out, double scale)
 #pragma omp parallel for schedule(static) if (parallel && nb > 1)
   for (int64_t b = 0; b < nb; ++b) {
     const int64_t c0 = b * width, len = std::min(width, cols - c0);
-    // Multi-versioned: f16 widens through F16C and the double adds run
-    // vectorised (baseline code converted f16 in software, ~4x slower).
-    cpu::run_kernel([&]() MIXP_KERNEL_BODY {
-      double acc[kColBlock];
-      std::fill(acc, acc + len, 0.0);
+    // Multi-versioned, so the double adds run vectorised; f16 rows are
+    // widened through F16C into a float tile first (half_convert.hpp: the
+    // software conversion cost ~3x the bf16 sums), same values.
+    double acc[kColBlock];
+    std::fill(acc, acc + len, 0.0);
+    if constexpr (std::is_same_v<T, f16>) {
+      alignas(64) float tile[kColBlock];
       for (int64_t r = 0; r < rows; ++r) {
-        const T *row = x + r * cols + c0;
-        for (int64_t j = 0; j < len; ++j) acc[j] += double(load<T>(row[j]));
+        cpu::f16_to_f32(x + r * cols + c0, tile, len);
+        cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+          for (int64_t j = 0; j < len; ++j) acc[j] += double(tile[j]);
+        });
       }
-      for (int64_t j = 0; j < len; ++j) out[c0 + j] = store_double<T>(acc[j] * scale);
-    });
+    } else {
+      cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+        for (int64_t r = 0; r < rows; ++r) {
+          const T *row = x + r * cols + c0;
+          for (int64_t j = 0; j < len; ++j) acc[j] += double(load<T>(row[j]));
+        }
+      });
+    }
+    for (int64_t j = 0; j < len; ++j) out[c0 + j] = store_double<T>(acc[j] * scale);
   }
 }
 
