@@ -118,11 +118,7 @@ static void test_sum_long_rows_deterministic(void **state) {
   for (int64_t i = 0; i < n; ++i) want += (double)(float)v[i];
   double got[2];
   for (int threads = 1; threads <= 2; ++threads) {
-    mixp_session_options o;
-    mixp_session_options_init(&o);
-    o.num_threads = threads;
-    mixp_session *s = NULL;
-    MT_OK(mixp_session_create(&o, &s));
+    mixp_session *s = mt_session_threads(threads);
     mixp_tensor *x = mt_tensor(s, MIXP_F32, v, &n, 1), *y = NULL;
     MT_OK(mixp_sum(x, NULL, 0, 0, &y));
     MT_OK(mixp_tensor_item(y, &got[threads - 1]));
@@ -152,11 +148,7 @@ static void test_sum_columns_thread_independent(void **state) {
   for (int t = 0; t < 3; ++t) {
     double *got[3] = {NULL, NULL, NULL};
     for (int threads = 1; threads <= 3; ++threads) {
-      mixp_session_options o;
-      mixp_session_options_init(&o);
-      o.num_threads = threads;
-      mixp_session *s = NULL;
-      MT_OK(mixp_session_create(&o, &s));
+      mixp_session *s = mt_session_threads(threads);
       mixp_tensor *x = mt_tensor(s, dts[t], v, shape, 2), *y = NULL;
       MT_OK(mixp_sum(x, &d0, 1, 0, &y));
       got[threads - 1] = mt_values(y);

@@ -90,6 +90,17 @@ static inline mixp_session *mt_session(void) {
   return s;
 }
 
+/* A CPU session of exactly `threads` threads (the default device, any seed),
+ * for tests that compare results across thread counts. */
+static inline mixp_session *mt_session_threads(int threads) {
+  mixp_session_options o;
+  mixp_session_options_init(&o);
+  o.num_threads = threads;
+  mixp_session *s = NULL;
+  MT_OK(mixp_session_create(&o, &s));
+  return s;
+}
+
 /* The session's tensor bytes now (mixp_memory_stats_get). */
 static inline uint64_t mt_current_bytes(mixp_session *s) {
   mixp_memory_stats st;
