@@ -193,7 +193,7 @@ __global__ void clip_coefficient_kernel(const void *norm_sq, DType nd, double ma
   *coef = c < 1.0f ? c : 1.0f;  // std::min(1.0f, c)
 }
 
-// The CPU's state machine (src/backend/cpu/amp.cpp), line for line.
+// The CPU's state machine (src/cpu/amp.cpp), line for line.
 __global__ void update_scale_kernel(float *scale_p, int32_t *growth_p, int32_t *bad_p, int32_t *hyst_p,
                                     const float *found_inf, LossScaleRule rule) {
   LossScaleState st{*scale_p, *growth_p, *bad_p, *hyst_p};

@@ -3,7 +3,7 @@
 // so each vocabulary row's positions come out grouped and in increasing
 // order; then a thread per (row, column) finds its row's run by binary
 // search and adds the picked gradient rows in that order, in acc_t<T> -- the
-// CPU's order (src/backend/cpu/embedding.cpp), so the sums match it bit for
+// CPU's order (src/cpu/embedding.cpp), so the sums match it bit for
 // bit and are reproducible run to run.
 #include <cub/device/device_radix_sort.cuh>
 

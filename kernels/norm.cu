@@ -1,6 +1,7 @@
 // CUDA normalisation kernels: batch_norm (per-channel statistics over
 // [outer, c, inner]) and group_norm/layer_norm (per (sample, group) rows of
-// [n, c, s]), forward and backward, following src/backend/cpu/norm.cpp.
+// [n, c, s]), forward and backward, following src/cpu/batch_norm.cpp (and
+// batch_norm_nhwc.cpp) and src/cpu/group_norm.cpp.
 //
 // Statistics accumulate in double (the backend contract). Per-channel sums
 // are split into (channel, slab of outer rows) blocks whose partial sums are

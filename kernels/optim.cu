@@ -16,7 +16,7 @@
 // thread takes 4 consecutive elements, loaded 16 (8 for halves) bytes at a
 // time when every array of the parameter is aligned for it.
 //
-// Bitwise parity with the CPU kernels (src/backend/cpu/optim.cpp): every
+// Bitwise parity with the CPU kernels (src/cpu/optim.cpp): every
 // arithmetic operation is an explicit round-to-nearest intrinsic (never
 // contracted into an FMA, as the CPU's ISO C++ mode never contracts), and
 // subnormals are flushed to zero after every operation as the CPU does

@@ -1,9 +1,10 @@
 // CUDA 2-D max/average/adaptive-average pooling, either layout, following
-// src/backend/cpu/pool.cpp. The forward is a thread per output cell. The
-// backward is a gather instead of the CPU's scatter: a thread per input
-// element visits the output cells whose windows cover it in (i, j) order and
-// adds their shares in acc_t<T>, which is the order the CPU's per-plane
-// buffer receives them, so results match the CPU bit for bit with no atomics.
+// src/cpu/pool_forward.cpp and pool_backward.cpp. The forward is a thread
+// per output cell. The backward is a gather instead of the CPU's scatter: a
+// thread per input element visits the output cells whose windows cover it in
+// (i, j) order and adds their shares in acc_t<T>, which is the order the
+// CPU's per-plane buffer receives them, so results match the CPU bit for bit
+// with no atomics.
 #include "common.cuh"
 
 namespace mixp::cuda {

@@ -2,7 +2,7 @@
 // here for the device): element i of (seed, offset) uses counter
 // offset + i/4, lane i%4 for uniforms and dropout masks, and counter
 // (offset + i/2, 1) with Box-Muller for normals, exactly as
-// src/backend/cpu/random.cpp does. Uniforms and masks are therefore bitwise
+// src/cpu/random.cpp does. Uniforms and masks are therefore bitwise
 // the CPU's. Normals are computed in double with the device's log/sqrt/sin/
 // cos, which may differ from glibc's in the last bit of the double; after
 // rounding to F32/F16/BF16 that almost never shows, in F64 it can.

@@ -1,4 +1,4 @@
-# The CPU kernels' versions (baseline, AVX2, AVX-512: backend/cpu/simd.hpp)
+# The CPU kernels' versions (baseline, AVX2, AVX-512: src/cpu/simd.hpp)
 # give bit-identical results: the same training runs under
 # MIXP_CPU_KERNELS=baseline, avx2 and avx512 must print the same "state:"
 # line (last loss and accuracy as hex floats) and save identical checkpoints

@@ -2,8 +2,8 @@
 #include <string>
 
 #include "api/api_common.hpp"
-#include "backend/cpu/precision_paths.hpp"
-#include "backend/cpu/simd.hpp"
+#include "cpu/precision_paths.hpp"
+#include "cpu/simd.hpp"
 #include "build_config.h"
 
 namespace mixp {

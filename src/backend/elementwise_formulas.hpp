@@ -1,5 +1,5 @@
 // What each elementwise op computes, written once for both backends: the CPU
-// backend (backend/cpu/elementwise.cpp) instantiates these in its vectorised
+// backend (cpu/elementwise.cpp) instantiates these in its vectorised
 // loops, the CUDA backend (kernels/elementwise.cu) in its kernels, both in
 // acc_t<T> (fp32 for the half types, rounded once to nearest even on store).
 //

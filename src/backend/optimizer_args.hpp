@@ -1,7 +1,7 @@
 // Part of the backend contract: the arguments of Backend::sgd_step and
 // adam_step, the boundary between the optimizer logic (state, schedules,
 // validation in optim/optimizer.cpp) and the fused per-element update
-// kernels (backend/cpu/optim.cpp, kernels/optim.cu). A kernel makes one pass
+// kernels (cpu/optim.cpp, kernels/optim.cu). A kernel makes one pass
 // over param (or its fp32 master), grad and the state buffers, computing in
 // fp32 (fp64 for F64 parameters) and rounding the parameter to its dtype in
 // place. Pointers are device memory of the session's backend; every array

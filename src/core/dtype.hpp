@@ -22,7 +22,7 @@ inline bool is_half(DType t) noexcept { return t == MIXP_F16 || t == MIXP_BF16; 
 
 // Bit-level conversions. The float->half ones round to nearest even.
 // fp16 <-> fp32 are written without branches (selects only) so that the
-// multi-versioned loops of backend/cpu/simd.hpp vectorise them; the approach is
+// multi-versioned loops of cpu/simd.hpp vectorise them; the approach is
 // F. Giesen's public-domain float/half conversions; NaNs keep their sign and
 // payload's top bits and come out quiet (as x86's F16C conversions do).
 inline uint16_t f32_to_f16_bits(float f) noexcept {
@@ -53,7 +53,7 @@ inline float f16_bits_to_f32(uint16_t h) noexcept {
   const uint32_t exp = em & 0x0f800000u;
   uint32_t normal = em + 0x38000000u;                       // (127 - 15) << 23
   // inf/NaN: all exponent bits; NaNs come out quiet, as from F16C's vcvtph2ps
-  // (backend/cpu/half_convert.hpp relies on the two agreeing bit for bit).
+  // (cpu/half_convert.hpp relies on the two agreeing bit for bit).
   const uint32_t special = (em + 0x70000000u) | (em > 0x0f800000u ? 0x00400000u : 0u);
   normal = exp == 0x0f800000u ? special : normal;
   // Subnormal halves: renormalise through a float subtraction (exact).

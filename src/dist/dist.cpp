@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "backend/backend.hpp"
-#include "backend/cpu/simd.hpp"
 #include "core/error.hpp"
+#include "cpu/simd.hpp"
 #include "autograd/node.hpp"
 #include "dist/grad_sync.hpp"
 #include "ops/ops.hpp"

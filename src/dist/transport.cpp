@@ -4,8 +4,8 @@
 #include <cstring>
 #include <string>
 
-#include "backend/loader.hpp"
 #include "core/error.hpp"
+#include "device/loader.hpp"
 
 namespace mixp::dist {
 namespace {
