@@ -97,6 +97,7 @@ MIXP_HANDLE(mixp_grad_scaler, mixp_grad_scaler_destroy)
 MIXP_HANDLE(mixp_dataset, mixp_dataset_destroy)
 MIXP_HANDLE(mixp_loader, mixp_loader_destroy)
 MIXP_HANDLE(mixp_trace, mixp_trace_destroy)
+MIXP_HANDLE(mixp_profile, mixp_profile_destroy)
 MIXP_HANDLE(mixp_dist, mixp_dist_destroy)
 
 /* A retained tensor is a new reference owned by the caller. */
@@ -136,6 +137,24 @@ MIXP_OPTIONS(mixp_dist_options, mixp_dist_options_init)
 %noexception mixp_optimizer_options;
 %noexception mixp_optimizer_options::~mixp_optimizer_options;
 
+/* The init functions are static inline in mixp.h (SWIG sees plain
+ * declarations): the constructors above run them in the wrapper, compiled
+ * against this mixp.h, so they pass its sizeof to *_options_init_sized().
+ * That size is a C matter, so the sized entry points are not wrapped. */
+%ignore mixp_session_options_init_sized;
+%ignore mixp_numerics_options_init_sized;
+%ignore mixp_cross_entropy_options_init_sized;
+%ignore mixp_conv2d_options_init_sized;
+%ignore mixp_pool2d_options_init_sized;
+%ignore mixp_autocast_options_init_sized;
+%ignore mixp_optimizer_options_init_sized;
+%ignore mixp_grad_scaler_options_init_sized;
+%ignore mixp_decorate_options_init_sized;
+%ignore mixp_synthetic_options_init_sized;
+%ignore mixp_loader_options_init_sized;
+%ignore mixp_dist_options_init_sized;
+%ignore mixp_state_spec_init_sized;
+
 %extend mixp_memory_stats {
   mixp_memory_stats() { mixp_memory_stats *s = new mixp_memory_stats(); s->struct_size = sizeof *s; return s; }
 }
@@ -151,6 +170,12 @@ MIXP_OPTIONS(mixp_dist_options, mixp_dist_options_init)
 }
 %noexception mixp_autocast_policy_info;
 %noexception mixp_autocast_policy_info::~mixp_autocast_policy_info;
+
+%extend mixp_profile_row {
+  mixp_profile_row() { mixp_profile_row *r = new mixp_profile_row(); r->struct_size = sizeof *r; return r; }
+}
+%noexception mixp_profile_row;
+%noexception mixp_profile_row::~mixp_profile_row;
 
 %extend mixp_dist_stats {
   mixp_dist_stats() { mixp_dist_stats *s = new mixp_dist_stats(); s->struct_size = sizeof *s; return s; }
@@ -173,6 +198,9 @@ MIXP_OPTIONS(mixp_dist_options, mixp_dist_options_init)
 %immutable mixp_autocast_policy_info::struct_size;
 %immutable mixp_dist_options::struct_size;
 %immutable mixp_dist_stats::struct_size;
+%immutable mixp_profile_row::struct_size;
+/* Borrowed from the profile: read only. */
+%immutable mixp_profile_row::op;
 
 /* Borrowed C strings in struct fields cannot be kept alive from a host
  * language: the device string is set through the session helper below, the
@@ -227,6 +255,7 @@ MIXP_OPTIONS(mixp_dist_options, mixp_dist_options_init)
 %noexception mixp_dataset_destroy;
 %noexception mixp_loader_destroy;
 %noexception mixp_trace_destroy;
+%noexception mixp_profile_destroy;
 %noexception mixp_dist_options_init;
 %noexception mixp_dist_destroy;
 /* The report out-parameter: hosts read it with mixp_trace_report(). */

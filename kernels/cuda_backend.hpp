@@ -1,6 +1,6 @@
 // The CUDA implementation of mixp::Backend (src/backend/backend.hpp), built
 // into libmixp_cuda.so and loaded by libmixp.so with dlopen (see
-// kernels/plugin.cpp and src/backend/loader.cpp). Every method enqueues work
+// kernels/plugin.cpp and src/device/loader.cpp). Every method enqueues work
 // on the session's one stream and returns without waiting, except the ones
 // whose contract hands a value to the host (copy_to_host, count_values),
 // which synchronise and count that synchronisation in `host_syncs` so tests
@@ -18,6 +18,7 @@
 //   optim.cu        sgd_step, adam_step (fused SGD / Adam(W), backend/optimizer_args.hpp)
 //   conv.cu         conv2d (+backward) through cuDNN
 //   pool.cu norm.cu embedding.cu
+//   timing.cu       timing_mark, timing_elapsed_ms, timing_reset (profiler)
 //   collectives.cpp clique_id, clique_join/leave, all_reduce (also overlapped,
 //                   on a second stream), broadcast, all_gather (NCCL, opened
 //                   with dlopen on first use)
@@ -167,6 +168,15 @@ class CudaBackend final : public Backend {
   void broadcast(const View &buf, int root) override;
   void all_gather(const View &in, const View &out) override;
 
+  // timing.cu: CUDA events on the stream, kept in a pool and reused after
+  // timing_reset, for the profiler's device times.
+  uint64_t timing_mark() override;
+  double timing_elapsed_ms(uint64_t from, uint64_t to) override;
+  void timing_reset() noexcept override;
+  // runtime.cu: the pool's own statistics plus the fixed cuBLASLt workspace.
+  DeviceMemory device_memory() const noexcept override;
+  void reset_device_memory_peak() noexcept override;
+
   // Library handles and scratch owned by runtime.cu / gemm.cu / conv.cu
   // (defined in kernels/libs.hpp).
   struct Libs;
@@ -185,6 +195,9 @@ class CudaBackend final : public Backend {
   };
   std::unique_ptr<Clique, LeaveClique> clique_;
   Clique &joined(const char *fn);  // the clique, or MIXP_ERR_STATE
+  // timing.cu: every event made so far; the first timing_used_ are handed out.
+  std::vector<cudaEvent_t> timing_events_;
+  size_t timing_used_ = 0;
 
  public:
   // Written by the check kernels through a mapped pinned page, read by the

@@ -1,5 +1,6 @@
 // The CUDA session runtime: device, stream, library handles, the
 // stream-ordered memory pool and its statistics, host<->device copies.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -117,6 +118,7 @@ CudaBackend::~CudaBackend() {
   // Queued frees and kernels must finish before the pool and handles go.
   if (stream_) cudaStreamSynchronize(stream_);
   if (index_error_) cudaFreeHost(index_error_);
+  for (cudaEvent_t e : timing_events_) cudaEventDestroy(e);
   libs_.reset();
   if (stream_) cudaStreamDestroy(stream_);
 }
@@ -144,6 +146,37 @@ void *CudaBackend::allocate(size_t nbytes) {
   }
   if (e != cudaSuccess) fail_cuda(e, "cudaMallocFromPoolAsync", __FILE__, __LINE__);
   return p;
+}
+
+// The pool counts every stream-ordered allocation (tensors and the kernels'
+// scratch alike); the cuBLASLt workspace is the one allocation outside it.
+Backend::DeviceMemory CudaBackend::device_memory() const noexcept {
+  DeviceMemory m;
+  uint64_t v[4] = {};
+  const cudaMemPoolAttr attrs[4] = {cudaMemPoolAttrUsedMemCurrent, cudaMemPoolAttrUsedMemHigh,
+                                    cudaMemPoolAttrReservedMemCurrent, cudaMemPoolAttrReservedMemHigh};
+  for (int i = 0; i < 4; ++i)
+    if (cudaMemPoolGetAttribute(libs_->pool, attrs[i], &v[i]) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return m;
+    }
+  const uint64_t ws = libs_->workspace_bytes;
+  m.known = true;
+  m.used = v[0] + ws;
+  // A high-water mark just reset may read 0 until the next allocation.
+  m.used_peak = std::max(v[1], v[0]) + ws;
+  m.reserved = v[2] + ws;
+  m.reserved_peak = std::max(v[3], v[2]) + ws;
+  return m;
+}
+
+void CudaBackend::reset_device_memory_peak() noexcept {
+  // The high-water attributes accept only 0, which restarts them from the
+  // current value.
+  uint64_t zero = 0;
+  if (cudaMemPoolSetAttribute(libs_->pool, cudaMemPoolAttrUsedMemHigh, &zero) != cudaSuccess ||
+      cudaMemPoolSetAttribute(libs_->pool, cudaMemPoolAttrReservedMemHigh, &zero) != cudaSuccess)
+    (void)cudaGetLastError();
 }
 
 void CudaBackend::deallocate(void *p, size_t) noexcept {

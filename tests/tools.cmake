@@ -144,6 +144,23 @@ if(TARGET mixp-bench)
             $<TARGET_FILE:mixp-bench>)
   set_tests_properties(mixp_bench_cpu_smoke PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR} TIMEOUT 300
                        FAIL_REGULAR_EXPRESSION "failed:")
+  # The --device cuda workloads' code on the CPU at tiny sizes (--device cpu
+  # --quick): every kernel row and every whole-model row (GPT-2, ResNet-50,
+  # MobileNetV3-Large, ResNet-18; each precision and layout) has numbers, the
+  # mixp models have the twins' parameter counts; with a python that imports
+  # torch ($MIXP_BENCH_PYTHON, else python3; skipped without) the PyTorch
+  # twins run too and their counts must equal mixp's.
+  # The twins start seven Python processes (each imports torch) and train
+  # 16 tiny models: ~2 minutes on 2 idle cores, alone so as not to slow the
+  # other tests past their timeouts.
+  foreach(side mixp twins)
+    add_test(NAME mixp_bench_gpu_workloads_cpu_${side}
+      COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/bench_gpu_workloads_cpu.sh $<TARGET_FILE:mixp-bench> ${side})
+    set_tests_properties(mixp_bench_gpu_workloads_cpu_${side} PROPERTIES
+      WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR} TIMEOUT 900 SKIP_RETURN_CODE 77
+      ENVIRONMENT "OMP_NUM_THREADS=1")
+  endforeach()
+  set_tests_properties(mixp_bench_gpu_workloads_cpu_twins PROPERTIES RUN_SERIAL ON)
 endif()
 
 # --label-smoothing: the training loss is the smoothed one (higher than the

@@ -2,20 +2,25 @@
 # The GPU run, in phases that each fit one command on a lent GPU machine
 # (10 minutes a command, the machine and its build gone when idle, at most
 # 8 files brought back): build mixp with the CUDA backend, run the suites
-# labelled cuda, run the GPU benchmarks beside PyTorch.
+# labelled cuda, run the GPU benchmarks beside PyTorch, time whole models
+# beside their PyTorch twins, profile one step of each model.
 #
 #   PHASE=build,test tools/gpu-check.sh [OUT_DIR]     (default OUT_DIR: $OUT, else ./gpu-report)
 #   PHASE=bench      tools/gpu-check.sh [OUT_DIR]
+#   PHASE=models     tools/gpu-check.sh [OUT_DIR]
+#   PHASE=profile    tools/gpu-check.sh [OUT_DIR]
 #
-# OUT_DIR receives two files, rewritten after every step so that a phase
+# OUT_DIR receives its files rewritten after every step so that a phase
 # killed half-way leaves what it did: gpu-report.md (environment, then one
-# section per phase, appended as each part ends) and gpu-logs.tar.gz (every
-# log). The logs themselves stay in $BUILD_DIR/gpu-check-logs.
+# section per phase, appended as each part ends), gpu-logs.tar.gz (every
+# log) and, after the profile phase, gpu-traces.tar.gz (the Chrome traces).
+# The logs themselves stay in $BUILD_DIR/gpu-check-logs.
 #
 # Environment:
-#   PHASE            build | test | bench | all (= build,test,bench); a comma
-#                    list runs several in order. test and bench build first
-#                    when the build is missing (a fresh machine).
+#   PHASE            build | test | bench | models | profile | all (= every
+#                    one, in that order); a comma list runs several in order.
+#                    The phases after build build first when the build is
+#                    missing (a fresh machine).
 #   MIXP_DEPS_PREFIX where oneDNN, CMocka and zlib headers/libraries were
 #                    unpacked (tools/gpu-deps.sh --unpack); searched before
 #                    the system, and put on LD_LIBRARY_PATH (libdnnl.so.2
@@ -35,6 +40,13 @@
 #                    seconds a suite may run (default 240).
 #   BENCH_ARGS       extra mixp-bench arguments (e.g. --quick); BENCH_TIMEOUT
 #                    seconds the benchmarks may run (default 540).
+#   MODELS_ARGS      extra arguments of the models phase (e.g. "--workload gpt2"
+#                    to run that model alone, "--compile-timeout 0"); default:
+#                    every model. MODELS_TIMEOUT: seconds it may run (default 540).
+#   PROFILE_ARGS     the profile phase's row selection (default "--mode o1
+#                    --mode o2": every model's mixed-precision rows; a
+#                    --workload narrows it); PROFILE_TIMEOUT seconds it may
+#                    run (default 300).
 #   PYTHON           an interpreter with a CUDA-enabled torch 2.x for the
 #                    benchmarks' references (default: the first python3 that has one).
 # Exit status: 0 when every phase run succeeded (benchmark numbers are
@@ -46,7 +58,7 @@ OUT_DIR=${1:-${OUT:-$SRC/gpu-report}}
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 JOBS=${JOBS:-$(nproc)}
 PHASES=${PHASE:-all}
-[ "$PHASES" = all ] && PHASES=build,test,bench
+[ "$PHASES" = all ] && PHASES=build,test,bench,models,profile
 mkdir -p "$OUT_DIR" "$BUILD_DIR"
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
 BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
@@ -63,7 +75,8 @@ pack_logs() { tar -czf "$OUT_DIR/gpu-logs.tar.gz.tmp" -C "$BUILD_DIR" gpu-check-
 secs_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN{printf "%.0f", b-a}'; }
 
 for p in ${PHASES//,/ }; do
-  case $p in build|test|bench) ;; *) echo "gpu-check.sh: unknown PHASE '$p' (build, test, bench or all)" >&2; exit 2 ;; esac
+  case $p in build|test|bench|models|profile) ;;
+    *) echo "gpu-check.sh: unknown PHASE '$p' (build, test, bench, models, profile or all)" >&2; exit 2 ;; esac
 done
 
 # ---- dependencies: an unpacked prefix, cuDNN, the compiler ----------------------------
@@ -265,7 +278,8 @@ phase_test() {
 
 phase_bench() {
   report ""; report "## Benchmarks (started $(date -u +%H:%M:%S); mixp-bench --device cuda; ratio > 1 = mixp faster)"; report ""
-  local args=(--device cuda) rc=0 t0
+  # The kernel and small-step rows; the models have a phase of their own.
+  local args=(--device cuda --workload gemm --workload adamw --workload mlp-launch --workload fmnist) rc=0 t0
   if [ -n "$PY" ]; then args+=(--python "$PY"); else args+=(--no-torch); fi
   # shellcheck disable=SC2206
   args+=(${BENCH_ARGS:-})
@@ -277,6 +291,49 @@ phase_bench() {
   report '```'
   report "- $(secs_since "$t0") s; exit status $rc"
   [ $rc -eq 0 ] || say "mixp-bench exited with $rc (see bench-stderr.txt)"
+  return $rc
+}
+
+phase_models() {
+  report ""; report "## Whole models (started $(date -u +%H:%M:%S); mixp-bench --device cuda --workload models)"; report ""
+  local args=(--device cuda) rc=0 t0
+  # Every model, unless MODELS_ARGS names some.
+  case " ${MODELS_ARGS:-} " in *" --workload "*|*" --only "*) ;; *) args+=(--workload models) ;; esac
+  if [ -n "$PY" ]; then args+=(--python "$PY"); else args+=(--no-torch); fi
+  # shellcheck disable=SC2206
+  args+=(${MODELS_ARGS:-})
+  say "== mixp-bench ${args[*]}"
+  t0=$(date +%s.%N)
+  timeout "${MODELS_TIMEOUT:-540}" "$BUILD_DIR/tools/mixp-bench" "${args[@]}" > "$LOG/models.txt" 2> "$LOG/models-stderr.txt" || rc=$?
+  # The tables are markdown: the header lines go in a block, the rest as printed.
+  report '```'; sed -n '1,/^## Whole models/p' "$LOG/models.txt" | grep -v '^## Whole models' >> "$REPORT"; report '```'
+  sed '1,/^## Whole models/d' "$LOG/models.txt" >> "$REPORT"
+  [ -s "$LOG/models-stderr.txt" ] && { report ""; report "stderr (last 30 lines):"; report '```'; tail -30 "$LOG/models-stderr.txt" >> "$REPORT"; report '```'; }
+  report ""; report "- $(secs_since "$t0") s; exit status $rc$([ $rc -eq 124 ] && echo " (killed at MODELS_TIMEOUT=${MODELS_TIMEOUT:-540} s)")"
+  [ $rc -eq 0 ] || say "mixp-bench (models) exited with $rc (see models.txt, models-stderr.txt)"
+  return $rc
+}
+
+phase_profile() {
+  report ""; report "## Profiles (started $(date -u +%H:%M:%S); one step of each model, mixp_profile_report top 20 by device time)"; report ""
+  local dir=$LOG/profile rc=0 t0
+  rm -rf "$dir"
+  local args=(--device cuda --profile "$dir")
+  case " ${PROFILE_ARGS:-} " in *" --workload "*|*" --only "*) ;; *) args+=(--workload models) ;; esac
+  # shellcheck disable=SC2206
+  args+=(${PROFILE_ARGS:---mode o1 --mode o2})
+  say "== mixp-bench ${args[*]}"
+  t0=$(date +%s.%N)
+  timeout "${PROFILE_TIMEOUT:-300}" "$BUILD_DIR/tools/mixp-bench" "${args[@]}" > "$LOG/profile.txt" 2> "$LOG/profile-stderr.txt" || rc=$?
+  sed '1,/^## Whole models/d' "$LOG/profile.txt" >> "$REPORT"
+  [ -s "$LOG/profile-stderr.txt" ] && { report ""; report "stderr (last 30 lines):"; report '```'; tail -30 "$LOG/profile-stderr.txt" >> "$REPORT"; report '```'; }
+  if compgen -G "$dir/*.trace.json" >/dev/null; then
+    tar -czf "$OUT_DIR/gpu-traces.tar.gz.tmp" -C "$LOG" profile && mv "$OUT_DIR/gpu-traces.tar.gz.tmp" "$OUT_DIR/gpu-traces.tar.gz"
+    local traces=("$dir"/*.trace.json)
+    report ""; report "- traces (chrome://tracing, ui.perfetto.dev): gpu-traces.tar.gz, ${#traces[@]} files"
+  fi
+  report "- $(secs_since "$t0") s; exit status $rc"
+  [ $rc -eq 0 ] || say "mixp-bench --profile exited with $rc (see profile.txt, profile-stderr.txt)"
   return $rc
 }
 

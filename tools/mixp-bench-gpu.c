@@ -12,6 +12,11 @@
  *               AdamW: microseconds per step
  *   fmnist      one Fashion-MNIST MLP epoch (784-256-128-10, batch 128, 60000
  *               samples resident on the device) under O0, O1 and O2
+ *   gpt2, resnet50, mobilenet_v3_large, resnet18
+ *               whole models beside their twins (mixp-bench-models.c)
+ *
+ * With --quick every workload runs at tiny sizes, on any --device: on the
+ * CPU that is their smoke test (tests/bench_gpu_workloads_cpu.sh).
  *
  * GPU work is queued asynchronously, so every timing ends with a read of a
  * one-element tensor, which waits for the session's stream. */
@@ -35,6 +40,9 @@ typedef struct row {
 
 static row g_rows[MAX_ROWS];
 static int g_nrows;
+/* What the PyTorch side ran instead where its torch lacks something (e.g.
+ * "AdamW(fused=True) unavailable here ..."), printed under the table. */
+static char g_torch_note[512];
 
 static void add_row(const char *name, const char *unit, double v) {
   if (g_nrows == MAX_ROWS) return;
@@ -355,6 +363,7 @@ static void run_torch(const char *python, const char *script, const char *device
   while (fgets(line, sizeof line, p)) {
     const char *a = strstr(line, "\"name\": \""), *b = strstr(line, "\"value\": ");
     char name[64];
+    bench_json_string(line, "note", g_torch_note, sizeof g_torch_note);
     if (!a || !b || sscanf(a + 9, "%63[^\"]", name) != 1) continue;
     const double v = atof(b + 9);
     for (int i = 0; i < g_nrows; ++i)
@@ -388,24 +397,59 @@ static void print_table(int torch_wanted, int torch_found) {
     }
     printf("%-36s | %-26s | %-26s | %s\n", r->name, mv, tv, ratio);
   }
+  if (g_torch_note[0]) printf("PyTorch: %s\n", g_torch_note);
   if (!torch_wanted) printf("(PyTorch reference not run: --no-torch)\n");
   else if (!torch_found)
     printf("(PyTorch reference not run: no python with torch >= 2.0; pass --python or MIXP_BENCH_PYTHON)\n");
 }
 
+/* A flag's whole-number value in [least, 10^6]; 0 (and a message) when it is not one. */
+static int whole_number(const char *flag, const char *v, int least, int *out) {
+  char *end;
+  const long x = strtol(v, &end, 10);
+  if (!*v || *end || x < least || x > 1000000) {
+    fprintf(stderr, "mixp-bench: %s takes a whole number >= %d, not '%s'\n", flag, least, v);
+    return 0;
+  }
+  *out = (int)x;
+  return 1;
+}
+
 static void gpu_usage(FILE *f) {
   fprintf(f,
-          "usage: mixp-bench --device cuda[:N] [--only gemm|adamw|mlp-launch|fmnist]... [--quick]\n"
-          "                  [--python PATH] [--torch-script PATH] [--no-torch]\n"
-          "GPU workloads beside their PyTorch references (bench/torch/gpu_workloads.py),\n"
-          "run with PATH (default: $MIXP_BENCH_PYTHON, else the first python3 on PATH whose\n"
-          "torch is 2.x or later; it needs CUDA).\n");
+          "usage: mixp-bench --device cuda[:N] [--workload NAME]... [--quick] [--python PATH | --no-torch]\n"
+          "                  [--torch-script PATH] [--steps N | --step-seconds S] [--batch N]\n"
+          "                  [--mode fp32|o1|o2]... [--channels-last 0|1] [--compile-timeout S]\n"
+          "                  [--profile DIR]\n"
+          "       mixp-bench --device cpu --quick ... (the same workloads, tiny, on the CPU)\n"
+          "Workloads (--workload, or --only; default: all):\n"
+          "  gemm, adamw, mlp-launch, fmnist   kernels and small steps (see docs/performance.md)\n"
+          "  gpt2, resnet50, mobilenet_v3_large, resnet18\n"
+          "                                    whole models, fp32 / O1 / O2 (and NCHW / channels_last\n"
+          "                                    for resnet50, mobilenet_v3_large); 'models' names all four\n"
+          "Each runs beside its PyTorch reference (bench/torch/gpu_workloads.py) in the same\n"
+          "invocation, with PATH (default: $MIXP_BENCH_PYTHON, else the first python3 on PATH whose\n"
+          "torch is 2.x or later; on the CPU any torch, whose gaps the script names).\n"
+          "Model rows: 3 warm-up steps, then as many timed steps as fit in --step-seconds (default\n"
+          "2; at least 3, at most 10, 30 for resnet18) or exactly --steps N; --batch replaces the\n"
+          "models' batches; --mode and --channels-last keep some rows; torch.compile (gpt2) is\n"
+          "given --compile-timeout seconds (default 100; 0: not tried). --profile DIR: instead\n"
+          "of timing, one profiled step per model row after its warm-up (no PyTorch): the top 20\n"
+          "ops printed, DIR/<model>-b<batch>-<precision>[-nchw|-cl].trace.json written.\n"
+          "--quick: tiny sizes (a smoke test). Exit status 1 when a row failed (a mixp error\n"
+          "other than running out of memory, a twin that failed or has another parameter count).\n");
 }
 
 int bench_gpu_main(int argc, char **argv) {
   const char *device = "cuda", *python = NULL, *script = MIXP_BENCH_GPU_TORCH_SCRIPT;
   int quick = 0, use_torch = 1, want[4] = {0, 0, 0, 0}, any = 0;
+  int want_models[16] = {0};
   static const char *names[4] = {"gemm", "adamw", "mlp-launch", "fmnist"};
+  bench_models_options mo;
+  memset(&mo, 0, sizeof mo);
+  mo.step_seconds = -1;
+  mo.compile_timeout = 100;
+  mo.layout = -1;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help")) {
@@ -421,25 +465,73 @@ int bench_gpu_main(int argc, char **argv) {
       python = v, ++i;
     } else if (v && !strcmp(a, "--torch-script")) {
       script = v, ++i;
-    } else if (v && !strcmp(a, "--only")) {
+    } else if (v && (!strcmp(a, "--only") || !strcmp(a, "--workload"))) {
       int k = 0;
       while (k < 4 && strcmp(v, names[k])) ++k;
-      if (k == 4) {
-        fprintf(stderr, "mixp-bench: --only takes gemm, adamw, mlp-launch or fmnist with --device cuda, not '%s'\n", v);
+      const int mk = bench_models_find(v);
+      if (k < 4) {
+        want[k] = 1;
+      } else if (mk >= 0) {
+        want_models[mk] = 1;
+      } else if (!strcmp(v, "models")) {
+        for (int j = 0; j < bench_models_count(); ++j) want_models[j] = 1;
+      } else {
+        fprintf(stderr,
+                "mixp-bench: %s takes gemm, adamw, mlp-launch, fmnist, gpt2, resnet50, mobilenet_v3_large, "
+                "resnet18 or models with --device cuda, not '%s'\n", a, v);
         return 2;
       }
-      want[k] = any = 1;
+      any = 1;
       ++i;
+    } else if (v && (!strcmp(a, "--steps") || !strcmp(a, "--batch") || !strcmp(a, "--compile-timeout"))) {
+      int *out = !strcmp(a, "--steps") ? &mo.steps : !strcmp(a, "--batch") ? &mo.batch : &mo.compile_timeout;
+      if (!whole_number(a, v, out == &mo.compile_timeout ? 0 : 1, out)) return 2;
+      ++i;
+    } else if (v && !strcmp(a, "--step-seconds")) {
+      char *end;
+      mo.step_seconds = strtod(v, &end), ++i;
+      if (*end || !(mo.step_seconds > 0 && mo.step_seconds < 1e6)) {
+        fprintf(stderr, "mixp-bench: --step-seconds takes a number of seconds > 0, not '%s'\n", v);
+        return 2;
+      }
+    } else if (v && !strcmp(a, "--mode")) {
+      const unsigned bit = !strcmp(v, "fp32") ? 1u : !strcmp(v, "o1") ? 2u : !strcmp(v, "o2") ? 4u : 0u;
+      if (!bit) {
+        fprintf(stderr, "mixp-bench: --mode takes fp32, o1 or o2, not '%s'\n", v);
+        return 2;
+      }
+      mo.mode_mask |= bit, ++i;
+    } else if (v && !strcmp(a, "--channels-last")) {
+      if (strcmp(v, "0") && strcmp(v, "1")) {
+        fprintf(stderr, "mixp-bench: --channels-last takes 0 or 1, not '%s'\n", v);
+        return 2;
+      }
+      mo.layout = atoi(v), ++i;
+    } else if (v && !strcmp(a, "--profile")) {
+      mo.profile_dir = v, ++i;
     } else {
       fprintf(stderr, "mixp-bench: unknown or incomplete flag '%s'\n", a);
       gpu_usage(stderr);
       return 2;
     }
   }
-  if (!any) want[0] = want[1] = want[2] = want[3] = 1;
+  if (!any) {
+    /* --profile concerns the models alone. */
+    if (!mo.profile_dir) want[0] = want[1] = want[2] = want[3] = 1;
+    for (int j = 0; j < bench_models_count(); ++j) want_models[j] = 1;
+  }
+  int any_model = 0;
+  for (int j = 0; j < bench_models_count(); ++j) any_model |= want_models[j];
+  if (mo.profile_dir && (want[0] || want[1] || want[2] || want[3])) {
+    fprintf(stderr, "mixp-bench: --profile profiles the model workloads (gpt2, resnet50, mobilenet_v3_large, "
+                    "resnet18), not gemm, adamw, mlp-launch or fmnist\n");
+    return 2;
+  }
   mixp_session *s = gpu_session(device);
+  const int cpu = !strcmp(mixp_session_device(s), "cpu");
   printf("mixp-bench: %s\ndevice %s: %s\n\n", mixp_build_info(), mixp_session_device(s),
          mixp_session_device_note(s));
+  if (cpu) printf("(on the CPU these are smoke runs of the GPU workloads' code: no comparison)\n\n");
   void (*fns[4])(mixp_session *, int) = {bench_gemm, bench_adamw, bench_mlp_launch, bench_fmnist};
   for (int k = 0; k < 4; ++k)
     if (want[k]) {
@@ -447,12 +539,29 @@ int bench_gpu_main(int argc, char **argv) {
       fflush(stdout);
     }
   mixp_session_destroy(s);
+  /* Timed comparisons need torch 2.x; the CPU smoke run takes any torch,
+   * whose gaps the script bridges and names. */
   char found[1024];
-  const char *py = use_torch ? bench_find_python(python, found, sizeof found) : NULL;
-  if (py) {
+  const char *py = use_torch && !mo.profile_dir ? bench_find_python(python, cpu ? 1 : 2, found, sizeof found) : NULL;
+  const int any_old = want[0] || want[1] || want[2] || want[3];
+  if (py && any_old) {
     for (int k = 0; k < 4; ++k)
       if (want[k]) run_torch(py, script, device, names[k], quick);
   }
-  print_table(use_torch, py != NULL);
-  return 0;
+  if (any_old) print_table(use_torch, py != NULL);
+  int failures = 0;
+  if (any_model) {
+    mo.device = device;
+    mo.quick = quick;
+    mo.python = py;
+    mo.script = script;
+    if (mo.step_seconds < 0) mo.step_seconds = quick ? 0.2 : 2.0;
+    failures = bench_models_run(&mo, want_models);
+    if (use_torch && !py && !mo.profile_dir)
+      printf("\n(PyTorch twins not run: no python with torch >= %d; pass --python or MIXP_BENCH_PYTHON)\n",
+             cpu ? 1 : 2);
+  }
+  if (py) bench_print_torch(py);
+  if (failures) printf("\nmixp-bench: %d row(s) FAILED (see the notes above)\n", failures);
+  return failures ? 1 : 0;
 }

@@ -14,7 +14,9 @@
  *             identical PyTorch models (bench/torch/cpu_workloads.py, fp32
  *             and bf16 autocast) measured in the same run.
  *
- * With --device cuda[:N] the GPU workloads run instead (mixp-bench-gpu.c). */
+ * With --device cuda[:N] the GPU workloads run instead (mixp-bench-gpu.c,
+ * mixp-bench-models.c); with --quick they run at tiny sizes on whatever
+ * device is named (--device cpu --quick: their code path, checked in CI). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -74,6 +76,8 @@ static const char *const k_mode_keys[MODE_COUNT] = {"o0", "o1-bf16", "o2-bf16", 
 static const char *const k_mode_names[MODE_COUNT] = {"mixp O0 (fp32)", "mixp O1 bf16 (autocast)",
                                                      "mixp O2 bf16 (decorate)",
                                                      "mixp O2 f16 (decorate + scaler)"};
+static const bench_precision k_mode_precisions[MODE_COUNT] = {
+    {MIXP_AMP_O0, MIXP_F32}, {MIXP_AMP_O1, MIXP_BF16}, {MIXP_AMP_O2, MIXP_BF16}, {MIXP_AMP_O2, MIXP_F16}};
 
 /* The training workloads. Each has an identical PyTorch model in
  * bench/torch/cpu_workloads.py (same layers, parameter count printed by both
@@ -99,36 +103,6 @@ static const workload k_workloads[] = {
 };
 #define NUM_WORKLOADS ((int)(sizeof k_workloads / sizeof k_workloads[0]))
 
-static int64_t count_parameters(mixp_module *model) {
-  int64_t n = 0;
-  for (int i = 0; i < mixp_module_num_parameters(model); ++i) {
-    mixp_tensor *p = NULL;
-    CHECK(mixp_module_parameter(model, i, &p));
-    n += mixp_tensor_numel(p);
-    mixp_tensor_release(p);
-  }
-  return n;
-}
-
-/* Random inputs and targets of one batch (the step's cost does not depend
- * on the values). */
-static void make_batch(mixp_session *s, const workload *w, int batch, mixp_tensor **x, mixp_tensor **y) {
-  int64_t shape[4] = {batch, 0, 0, 0};
-  int64_t per = 1;
-  for (int d = 0; d < w->item_ndim; ++d) shape[d + 1] = w->item[d], per *= w->item[d];
-  const int64_t ntargets = w->vocab > 0 ? batch * per : batch;
-  int64_t *labels = malloc(sizeof(int64_t) * (size_t)ntargets);
-  const int64_t classes = w->vocab > 0 ? w->vocab : 10;
-  for (int64_t i = 0; i < ntargets; ++i) labels[i] = (i * 7 + 3) % classes;
-  if (w->vocab > 0) {
-    CHECK(mixp_tensor_from_host(s, labels, sizeof(int64_t) * (size_t)ntargets, MIXP_I64, shape, 2, x));
-  } else {
-    CHECK(mixp_tensor_randn(s, MIXP_F32, shape, w->item_ndim + 1, x));
-  }
-  CHECK(mixp_tensor_from_host(s, labels, sizeof(int64_t) * (size_t)ntargets, MIXP_I64, &ntargets, 1, y));
-  free(labels);
-}
-
 /* --model-config: keys appended to every mixp model's spec (the PyTorch
  * twins are unchanged), e.g. channels_last=0 to time the NCHW layout. */
 static const char *g_model_config = NULL;
@@ -136,110 +110,67 @@ static const char *g_model_config = NULL;
 /* One training configuration; returns the median step time in seconds. */
 static double bench_model(const workload *w, int threads, int batch, int steps, mode m, int64_t *params_out) {
   mixp_session *s = new_session(threads);
-  mixp_module *model = NULL;
   char spec[512];
   snprintf(spec, sizeof spec, "%s%s%s", w->spec, g_model_config ? " " : "", g_model_config ? g_model_config : "");
-  CHECK(mixp_model_create(s, spec, &model));
-  if (params_out) *params_out = count_parameters(model);
-  int np = mixp_module_num_parameters(model);
-  mixp_tensor **params = calloc((size_t)np, sizeof *params);
-  for (int i = 0; i < np; ++i) CHECK(mixp_module_parameter(model, i, &params[i]));
-  mixp_optimizer_options oo;
-  mixp_optimizer_options_init(&oo, MIXP_OPTIM_ADAMW);
-  mixp_optimizer *opt = NULL;
-  CHECK(mixp_optimizer_create(s, params, np, &oo, &opt));
-  const mixp_dtype low = m == MODE_O2_F16 ? MIXP_F16 : MIXP_BF16;
-  if (m == MODE_O2_BF16 || m == MODE_O2_F16) {
-    mixp_decorate_options d;
-    mixp_decorate_options_init(&d);
-    d.dtype = low;
-    CHECK(mixp_amp_decorate(model, opt, &d));
-  }
-  mixp_grad_scaler *scaler = NULL;
-  if (m == MODE_O2_F16) {
-    mixp_grad_scaler_options so;
-    mixp_grad_scaler_options_init(&so);
-    so.mode = MIXP_SCALER_DYNAMIC;
-    CHECK(mixp_grad_scaler_create(s, &so, &scaler));
-  }
-  mixp_autocast_options ao;
-  mixp_autocast_options_init(&ao);
-  ao.dtype = low;
-  ao.level = m == MODE_O1_BF16 ? MIXP_AMP_O1 : MIXP_AMP_O2;
-
+  bench_trainer tr;
+  CHECK(bench_trainer_init(&tr, s, spec, w->vocab, k_mode_precisions[m]));
+  if (params_out) *params_out = tr.param_count;
   mixp_tensor *x = NULL, *y = NULL;
-  make_batch(s, w, batch, &x, &y);
+  CHECK(bench_make_batch(s, w->item, w->item_ndim, w->vocab, batch, &x, &y));
   const int warmup = w->warmup;
   double *t = malloc(sizeof(double) * (size_t)steps);
   for (int i = 0; i < warmup + steps; ++i) {
     double t0 = bench_now();
-    mixp_tensor *logits = NULL, *flat = NULL, *loss = NULL, *scaled = NULL;
-    if (m != MODE_O0) CHECK(mixp_autocast_push(s, &ao));
-    CHECK(mixp_module_forward(model, x, &logits));
-    if (w->vocab > 0) {
-      const int64_t shape[2] = {-1, w->vocab};
-      CHECK(mixp_reshape(logits, shape, 2, &flat));
-    }
-    CHECK(mixp_cross_entropy(flat ? flat : logits, y, MIXP_REDUCTION_MEAN, MIXP_IGNORE_INDEX_DEFAULT, &loss));
-    if (m != MODE_O0) CHECK(mixp_autocast_pop(s));
-    CHECK(mixp_optimizer_zero_grad(opt));
-    if (scaler) {
-      CHECK(mixp_grad_scaler_scale(scaler, loss, &scaled));
-      CHECK(mixp_backward(scaled, NULL));
-      CHECK(mixp_grad_scaler_step(scaler, opt));
-      CHECK(mixp_grad_scaler_update(scaler));
-    } else {
-      CHECK(mixp_backward(loss, NULL));
-      CHECK(mixp_optimizer_step(opt));
-    }
-    mixp_tensor_release(logits);
-    mixp_tensor_release(flat);
-    mixp_tensor_release(loss);
-    mixp_tensor_release(scaled);
+    CHECK(bench_trainer_step(&tr, x, y));
     if (i >= warmup) t[i - warmup] = bench_now() - t0;
   }
   double med = median(t, steps);
   free(t);
   mixp_tensor_release(x);
   mixp_tensor_release(y);
-  for (int i = 0; i < np; ++i) mixp_tensor_release(params[i]);
-  free(params);
-  mixp_grad_scaler_destroy(scaler);
-  mixp_optimizer_destroy(opt);
-  mixp_module_destroy(model);
+  bench_trainer_free(&tr);
   mixp_session_destroy(s);
   return med;
 }
 
 /* ---- the PyTorch side ------------------------------------------------------ */
 
-/* Whether `python` imports torch 2.x or later (Debian's python3-torch is
- * 1.13, whose fp32 path is OpenBLAS: it would flatter mixp). */
-static int has_torch2(const char *python) {
+/* Whether `python` imports a torch whose major version is at least min_major
+ * (Debian's python3-torch is 1.13, whose fp32 path is OpenBLAS: it would
+ * flatter mixp in a timed comparison). */
+static int has_torch(const char *python, int min_major) {
   char cmd[1200];
   snprintf(cmd, sizeof cmd,
-           "'%s' -c 'import sys, torch; sys.exit(int(torch.__version__.split(\".\")[0]) < 2)' >/dev/null 2>&1",
-           python);
+           "'%s' -c 'import sys, torch; sys.exit(int(torch.__version__.split(\".\")[0]) < %d)' >/dev/null 2>&1",
+           python, min_major);
   return system(cmd) == 0;
 }
 
-const char *bench_find_python(const char *given, char *buf, size_t size) {
-  if (given && *given) return has_torch2(given) ? given : NULL;
+const char *bench_find_python(const char *given, int min_major, char *buf, size_t size) {
+  if (given && *given) return has_torch(given, min_major) ? given : NULL;
   const char *env = getenv("MIXP_BENCH_PYTHON");
-  if (env && *env) return has_torch2(env) ? env : NULL;
+  if (env && *env) return has_torch(env, min_major) ? env : NULL;
   const char *path = getenv("PATH");
   if (!path) return NULL;
-  /* The first python3 on PATH whose torch is 2.x. */
+  /* The first python3 on PATH with such a torch. */
   while (*path) {
     const char *end = strchr(path, ':');
     const size_t len = end ? (size_t)(end - path) : strlen(path);
     if (len > 0 && len + 9 < size && !memchr(path, '\'', len)) {
       snprintf(buf, size, "%.*s/python3", (int)len, path);
-      if (access(buf, X_OK) == 0 && has_torch2(buf)) return buf;
+      if (access(buf, X_OK) == 0 && has_torch(buf, min_major)) return buf;
     }
     path += len + (end ? 1 : 0);
   }
   return NULL;
+}
+
+void bench_print_torch(const char *python) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "'%s' -c 'import torch; print(\"PyTorch\", torch.__version__, \"from\", torch.__file__)'",
+           python);
+  fflush(stdout);
+  if (system(cmd) != 0) printf("(could not print the PyTorch version)\n");
 }
 
 typedef struct torch_result {
@@ -247,13 +178,6 @@ typedef struct torch_result {
   int64_t params;
   char version[32];
 } torch_result;
-
-static double json_number(const char *line, const char *key) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\": ", key);
-  const char *p = strstr(line, pat);
-  return p ? atof(p + strlen(pat)) : 0.0;
-}
 
 /* Runs the PyTorch twin of one workload and reads its JSON lines. */
 static void run_torch(const char *python, const char *script, const workload *w, int threads, int batch,
@@ -268,9 +192,9 @@ static void run_torch(const char *python, const char *script, const workload *w,
   while (fgets(line, sizeof line, p)) {
     const char *v = strstr(line, "\"torch\": \"");
     if (v) sscanf(v + 10, "%31[^\"]", out->version);
-    if (strstr(line, "\"name\": \"torch-fp32\"")) out->fp32 = json_number(line, "samples_per_sec");
-    if (strstr(line, "\"name\": \"torch-bf16-autocast\"")) out->bf16 = json_number(line, "samples_per_sec");
-    if (strstr(line, "\"params\": ")) out->params = (int64_t)json_number(line, "params");
+    if (strstr(line, "\"name\": \"torch-fp32\"")) out->fp32 = bench_json_number(line, "samples_per_sec");
+    if (strstr(line, "\"name\": \"torch-bf16-autocast\"")) out->bf16 = bench_json_number(line, "samples_per_sec");
+    if (strstr(line, "\"params\": ")) out->params = (int64_t)bench_json_number(line, "params");
   }
   pclose(p);
 }
@@ -312,6 +236,7 @@ static void usage(FILE *f) {
           "                  [--python PATH | --no-torch] [--torch-script PATH]\n"
           "                  [--only o0|o1-bf16|o2-bf16|o2-f16] [--model-config \"K=V ...\"] [--device cpu]\n"
           "       mixp-bench --device cuda[:N] ... (GPU workloads; --device cuda --help)\n"
+          "       mixp-bench --device cpu --quick ... (the GPU workloads at tiny sizes on the CPU)\n"
           "Measures mixp's training steps under O0/O1/O2 beside identical PyTorch models\n"
           "(bench/torch/cpu_workloads.py, fp32 and bf16 autocast) in the same run.\n"
           "PyTorch is run with --python PATH, else $MIXP_BENCH_PYTHON, else the first\n"
@@ -323,8 +248,12 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (!strcmp(argv[i], "--device") && !strncmp(argv[i + 1], "cuda", 4)) return bench_gpu_main(argc, argv);
+  /* The GPU workloads: on a GPU, or at tiny sizes (--quick) on any device,
+   * which is how CI runs their code on the CPU. */
+  for (int i = 1; i < argc; ++i)
+    if ((i + 1 < argc && !strcmp(argv[i], "--device") && !strncmp(argv[i + 1], "cuda", 4)) ||
+        !strcmp(argv[i], "--quick"))
+      return bench_gpu_main(argc, argv);
   int threads = 2, steps = 0, batch = 0, use_torch = 1, only = -1, want_gemm = 0, any = 0;
   int want[NUM_WORKLOADS] = {0};
   const char *script = MIXP_BENCH_TORCH_SCRIPT, *python_flag = NULL;
@@ -407,7 +336,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   char found[1024];
-  const char *python = use_torch ? bench_find_python(python_flag, found, sizeof found) : NULL;
+  const char *python = use_torch ? bench_find_python(python_flag, 2, found, sizeof found) : NULL;
   if (use_torch && !python)
     printf("(PyTorch reference not run: %s has no torch >= 2.0; make a venv with `pip install torch` and pass "
            "--python or MIXP_BENCH_PYTHON)\n\n",
@@ -422,12 +351,6 @@ int main(int argc, char **argv) {
     if (want[k])
       run_workload(&k_workloads[k], threads, batch ? batch : k_workloads[k].batch,
                    steps ? steps : k_workloads[k].steps, python, script);
-  if (python) {
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "'%s' -c 'import torch; print(\"PyTorch\", torch.__version__, \"from\", torch.__file__)'",
-             python);
-    fflush(stdout);
-    if (system(cmd) != 0) printf("(could not print the PyTorch version)\n");
-  }
+  if (python) bench_print_torch(python);
   return 0;
 }

@@ -70,6 +70,9 @@ void usage(FILE *f) {
           "  --clip-norm X           clip gradients to global norm X after unscaling (default off)\n"
           "  --label-smoothing X     cross-entropy label smoothing in [0, 1] (PyTorch's; default 0)\n"
           "  --op-stats              print which op ran in which dtype during the first step\n"
+          "  --profile FILE          profile the third batch's step (the first two warm up): print\n"
+          "                          its 20 most expensive ops and write its Chrome trace to FILE\n"
+          "                          (open in chrome://tracing or ui.perfetto.dev)\n"
           "  --explain-overflow      on a step the loss scaler skips, print the parameters whose\n"
           "                          gradients were non-finite (scans them: that step waits)\n"
           "  --accum-steps N         accumulate gradients over N batches per optimizer step (default 1)\n"
@@ -293,6 +296,7 @@ static const flag kFlags[] = {
     {"--clip-norm", REAL, AT(clip_norm), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--label-smoothing", REAL, AT(label_smoothing), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--op-stats", SWITCH, AT(op_stats), 0, 0, NULL, NULL, NULL, 0, 0},
+    {"--profile", TEXT, AT(profile_path), 0, 0, NULL, NULL, NULL, 0, 1},
     {"--explain-overflow", SWITCH, AT(explain_overflow), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--accum-steps", INT, AT(accum_steps), 1, 1 << 20, NULL, NULL, NULL, 0, 0},
     {"--master-weights", CHOICE, AT(master_weights), 0, 0, "on,off", kOnOff, NULL, AT(master_weights_set), 0},
@@ -424,6 +428,8 @@ static void check_combinations(args *a) {
               "numerics checker: add --check-numerics warn or error");
   if (a->compare_numerics && (a->compare || a->save_path || a->resume_path))
     bad_usage("--compare-numerics runs one batch twice; it takes no --compare, --save or --resume");
+  if (a->profile_path && (a->compare || a->compare_numerics))
+    bad_usage("--profile records one step of one run; it takes no --compare or --compare-numerics");
   if (a->compare && (a->save_path || a->resume_path))
     bad_usage("--compare runs three trainings; it takes no --save or --resume");
   if (a->dist && (a->compare || a->compare_numerics))

@@ -117,6 +117,17 @@ static double global_loss(const trainer *t, const mixp_tensor *loss, int64_t b, 
   return v[0] / v[1];
 }
 
+/* ---- --profile ---------------------------------------------------------------- */
+
+static void write_profile(trainer *t) {
+  mixp_profile *prof = NULL;
+  CHECK(mixp_profile_end(t->s, &prof));
+  printf("\nprofile of batch 3 (%s):\n%s", t->a->profile_path, mixp_profile_report(prof, 20));
+  if (mixp_profile_write_trace(prof, t->a->profile_path) != MIXP_OK) die_mixp("--profile");
+  mixp_profile_destroy(prof);
+  fflush(stdout);
+}
+
 /* ---- one batch --------------------------------------------------------------- */
 
 /* One micro-batch; returns its loss (the global batch's under --dist) and
@@ -135,6 +146,10 @@ static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y,
   /* --op-stats: the ops of the first batch's forward, backward and step. */
   const int count_ops = a->op_stats && p->steps == 0;
   if (count_ops) CHECK(mixp_session_op_stats_start(t->s));
+  /* --profile: the third step, once the first two have warmed up the
+   * kernels' plans and caches (only rank 0 writes the file). */
+  const int profiled = a->profile_path && p->steps == 2 && t->rank <= 0;
+  if (profiled) CHECK(mixp_profile_begin(t->s));
   if (t->amp_on) CHECK(mixp_autocast_push(t->s, &t->autocast));
   mixp_tensor *logits = model_forward(t->m, x);
   mixp_tensor *loss = model_loss(t->m, logits, y, 1);
@@ -173,6 +188,7 @@ static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y,
     printf("op stats (first step):\n%s", mixp_session_op_stats_report(t->s));
     fflush(stdout);
   }
+  if (profiled) write_profile(t);
   p->micro++;
   if (objective != loss) mixp_tensor_release(objective);
   mixp_tensor_release(scaled);

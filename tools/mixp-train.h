@@ -62,6 +62,7 @@ typedef struct args {
   double clip_norm;             /* --clip-norm (0: off) */
   double label_smoothing;       /* --label-smoothing, in [0, 1] (0: off) */
   int op_stats;                 /* --op-stats: the first step's op table */
+  const char *profile_path;     /* --profile FILE: the third batch's Chrome trace and top-20 table */
   int explain_overflow;         /* --explain-overflow: name the non-finite gradients of a skipped step */
   int accum_steps;              /* --accum-steps (default 1) */
   int master_weights;           /* --master-weights on|off: O2's fp32 masters (default on) */

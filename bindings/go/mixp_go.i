@@ -129,6 +129,7 @@ MIXP_GO_HANDLE(mixp_grad_scaler)
 MIXP_GO_HANDLE(mixp_dataset)
 MIXP_GO_HANDLE(mixp_loader)
 MIXP_GO_HANDLE(mixp_trace)
+MIXP_GO_HANDLE(mixp_profile)
 MIXP_GO_HANDLE(mixp_dist)
 
 /* split(): one output per entry of sizes (arg3); a short slice becomes NULL

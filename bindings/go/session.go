@@ -94,8 +94,13 @@ func (s *Session) GradEnabled() bool {
 	return e
 }
 
-// MemoryStats are the bytes of tensor memory a session holds now and at its peak.
-type MemoryStats struct{ Current, Peak uint64 }
+// MemoryStats are the bytes a session holds now and at their peaks: Current
+// and Peak count tensor storage; Device and DevicePeak what the device
+// really holds, kernels' scratch and workspaces included (compare with
+// PyTorch's max_memory_allocated); Reserved and ReservedPeak what the
+// session's memory pool has taken from the device. On the CPU the last four
+// repeat the tensor counts.
+type MemoryStats struct{ Current, Peak, Device, DevicePeak, Reserved, ReservedPeak uint64 }
 
 // Memory reads the session's tensor-memory statistics.
 func (s *Session) Memory() (MemoryStats, error) {
@@ -106,7 +111,9 @@ func (s *Session) Memory() (MemoryStats, error) {
 	if err != nil {
 		return MemoryStats{}, err
 	}
-	return MemoryStats{Current: st.GetCurrent_bytes(), Peak: st.GetPeak_bytes()}, nil
+	return MemoryStats{Current: st.GetCurrent_bytes(), Peak: st.GetPeak_bytes(),
+		Device: st.GetDevice_bytes(), DevicePeak: st.GetDevice_peak_bytes(),
+		Reserved: st.GetReserved_bytes(), ReservedPeak: st.GetReserved_peak_bytes()}, nil
 }
 
 func b2i(b bool) int {

@@ -113,6 +113,7 @@ MIXP_JAVA_HANDLE(mixp_grad_scaler)
 MIXP_JAVA_HANDLE(mixp_dataset)
 MIXP_JAVA_HANDLE(mixp_loader)
 MIXP_JAVA_HANDLE(mixp_trace)
+MIXP_JAVA_HANDLE(mixp_profile)
 MIXP_JAVA_HANDLE(mixp_dist)
 
 /* split(): one output per entry of sizes (arg3 = n). */

@@ -132,6 +132,7 @@ MIXP_PY_OUT_HANDLE(mixp_grad_scaler)
 MIXP_PY_OUT_HANDLE(mixp_dataset)
 MIXP_PY_OUT_HANDLE(mixp_loader)
 MIXP_PY_OUT_HANDLE(mixp_trace)
+MIXP_PY_OUT_HANDLE(mixp_profile)
 MIXP_PY_OUT_HANDLE(mixp_dist)
 
 /* ---- scalar out-parameters ------------------------------------------------ */

@@ -2,7 +2,8 @@
  * mixp-example-amp-recipes, run by the test suite): O2 decoration with
  * gradient accumulation and clipping, O2 bf16 at the least optimizer memory,
  * the scaler configured as Paddle and
- * Megatron configure theirs, custom op lists, and the numerics checker.
+ * Megatron configure theirs, custom op lists, the numerics checker, and
+ * the profiler.
  * The guide quotes the regions between the <doc:NAME> markers. */
 #include <stdint.h>
 #include <stdio.h>
@@ -18,17 +19,24 @@
 
 /* O2 fp16 with fp32 master weights; each optimizer step accumulates the
  * gradients of `accum` batches and clips their global norm to 1. */
-static int o2_accumulate_clip(mixp_session *s, mixp_dataset *data) {
-  mixp_module *net;
-  CHECK(mixp_model_create(s, "mlp in=784 hidden=128 classes=10", &net));
+/* A zoo model `spec` and AdamW (defaults) over its parameters. */
+static int model_with_adamw(mixp_session *s, const char *spec, mixp_module **net, mixp_optimizer **opt) {
+  CHECK(mixp_model_create(s, spec, net));
   mixp_tensor *params[16];
-  int np = mixp_module_num_parameters(net);
-  for (int i = 0; i < np; ++i) CHECK(mixp_module_parameter(net, i, &params[i]));
+  int np = mixp_module_num_parameters(*net);
+  for (int i = 0; i < np; ++i) CHECK(mixp_module_parameter(*net, i, &params[i]));
   mixp_optimizer_options oo;
   mixp_optimizer_options_init(&oo, MIXP_OPTIM_ADAMW);
-  mixp_optimizer *opt;
-  CHECK(mixp_optimizer_create(s, params, np, &oo, &opt));
+  mixp_status st = mixp_optimizer_create(s, params, np, &oo, opt);
   for (int i = 0; i < np; ++i) mixp_tensor_release(params[i]);
+  CHECK(st);
+  return 0;
+}
+
+static int o2_accumulate_clip(mixp_session *s, mixp_dataset *data) {
+  mixp_module *net;
+  mixp_optimizer *opt;
+  if (model_with_adamw(s, "mlp in=784 hidden=128 classes=10", &net, &opt)) return 1;
 
   /* <doc:o2-setup> */
   mixp_decorate_options d;
@@ -213,6 +221,45 @@ static int numerics(mixp_session *s) {
   return y == NULL ? 0 : 1; /* the failed call produced nothing */
 }
 
+/* Where one O1 bf16 step's time goes: the profiler's table and trace. */
+static int profile_step(mixp_session *s, mixp_dataset *data) {
+  mixp_module *net;
+  mixp_optimizer *opt;
+  if (model_with_adamw(s, "mlp in=784 hidden=256,128 classes=10", &net, &opt)) return 1;
+  mixp_autocast_options ac;
+  mixp_autocast_options_init(&ac);
+  ac.dtype = MIXP_BF16;
+  mixp_loader *loader;
+  CHECK(mixp_loader_create(data, NULL, &loader));
+  mixp_profile *prof = NULL;
+  for (int step = 0; step < 3; ++step) {
+    /* <doc:profile> */
+    if (step == 2) CHECK(mixp_profile_begin(s));  /* after two warm-up steps */
+    mixp_tensor *x, *y, *logits, *loss;
+    CHECK(mixp_loader_next(loader, &x, &y));
+    CHECK(mixp_autocast_push(s, &ac));
+    CHECK(mixp_module_forward(net, x, &logits));
+    CHECK(mixp_cross_entropy(logits, y, MIXP_REDUCTION_MEAN, MIXP_IGNORE_INDEX_DEFAULT, &loss));
+    CHECK(mixp_autocast_pop(s));
+    CHECK(mixp_optimizer_zero_grad(opt));
+    CHECK(mixp_backward(loss, NULL));
+    CHECK(mixp_optimizer_step(opt));
+    if (step == 2) {
+      CHECK(mixp_profile_end(s, &prof));
+      printf("%s", mixp_profile_report(prof, 12));       /* the 12 largest rows */
+      CHECK(mixp_profile_write_trace(prof, "amp-recipes-step.json")); /* for Perfetto */
+      mixp_profile_destroy(prof);
+    }
+    /* </doc:profile> */
+    mixp_tensor *tmp[] = {x, y, logits, loss};
+    for (int k = 0; k < 4; ++k) mixp_tensor_release(tmp[k]);
+  }
+  mixp_loader_destroy(loader);
+  mixp_optimizer_destroy(opt);
+  mixp_module_destroy(net);
+  return prof ? 0 : 1;
+}
+
 int main(void) {
   mixp_session_options so;
   mixp_session_options_init(&so);
@@ -223,7 +270,8 @@ int main(void) {
   mixp_synthetic_options_init(&syn);
   mixp_dataset *data;
   CHECK(mixp_dataset_synthetic(s, &syn, &data));
-  int rc = o2_accumulate_clip(s, data) || o2_low_memory(s, data) || scaler_configs(s) || custom_lists(s) || numerics(s);
+  int rc = o2_accumulate_clip(s, data) || o2_low_memory(s, data) || scaler_configs(s) || custom_lists(s) || numerics(s) ||
+           profile_step(s, data);
   mixp_dataset_destroy(data);
   mixp_session_destroy(s);
   if (rc == 0) printf("all recipes ran\n");

@@ -14,7 +14,7 @@ static struct {
   int (*version_number)(void);
   const char *(*version)(void);
   const char *(*last_error)(void);
-  void (*session_options_init)(mixp_session_options *);
+  mixp_status (*session_options_init_sized)(mixp_session_options *, size_t);
   mixp_status (*session_create)(const mixp_session_options *, mixp_session **);
   void (*session_destroy)(mixp_session *);
   mixp_status (*tensor_from_host)(mixp_session *, const void *, size_t, mixp_dtype,
@@ -47,7 +47,7 @@ int main(int argc, char **argv) {
   LOAD(version_number);
   LOAD(version);
   LOAD(last_error);
-  LOAD(session_options_init);
+  LOAD(session_options_init_sized);
   LOAD(session_create);
   LOAD(session_destroy);
   LOAD(tensor_from_host);
@@ -65,9 +65,16 @@ int main(int argc, char **argv) {
   }
   printf("loaded libmixp %s\n", api.version());
 
-  /* A refused call: a status, a message naming the argument, nothing created. */
+  /* Options structs are filled by the sized entry point with this program's
+   * sizeof (what the header's inline mixp_session_options_init() does), so
+   * no library can write past the struct. */
   mixp_session_options so;
-  api.session_options_init(&so);
+  if (api.session_options_init_sized(&so, sizeof so) != MIXP_OK) {
+    fprintf(stderr, "%s\n", api.last_error());
+    return 1;
+  }
+
+  /* A refused call: a status, a message naming the argument, nothing created. */
   so.device = "tpu";
   mixp_session *s = NULL;
   mixp_status st = api.session_create(&so, &s);

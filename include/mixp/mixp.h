@@ -31,7 +31,20 @@
  * - **Options structs** begin with `uint32_t struct_size`; fill them with the
  *   matching `*_options_init()` before changing fields. New fields are only
  *   ever appended, so a program compiled against an older header keeps
- *   working with a newer library.
+ *   working with a newer library: every library accepts each size a release
+ *   gave a struct, and the fields a smaller struct lacks read as their
+ *   defaults. Since 0.7 each `*_options_init()` is a static inline function
+ *   that passes `sizeof` of the program's own struct to the exported
+ *   `*_options_init_sized()`, which writes that many bytes and no more, so
+ *   no later library can write past a struct of the program's header. The
+ *   exported `mixp_*_options_init()` symbols that programs compiled against
+ *   0.6 or older call fill the struct as first released (the 0.1/0.2
+ *   layout) and set struct_size to that size, so they never write past any
+ *   older program's struct either; a field appended later (use_promote,
+ *   state_dtype, ...) then reads as its default until the program is
+ *   recompiled. A host that resolves functions by name (dlsym, an FFI)
+ *   calls `*_options_init_sized()` with its struct's size. The sizes and
+ *   the version of every field are listed in docs/embedding.md.
  */
 #ifndef MIXP_MIXP_H
 #define MIXP_MIXP_H
@@ -70,10 +83,28 @@ extern "C" {
 #  define MIXP_ENUM(name) enum name
 #endif
 
+/* The *_options_init() functions are static inline (see "Options structs"
+ * above). MIXP_LEGACY_OPTIONS_INIT is defined only where the exported
+ * symbols of the same names are defined or tested (the library's
+ * src/api/api_options_legacy.cpp, tests/c/test_options_init_legacy.c):
+ * there the header declares those symbols instead. SWIG sees plain
+ * declarations too; the wrapper code it generates includes this header, so
+ * its calls reach the inline functions. */
+#if defined(__cplusplus) || (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 199901L)
+/** How the header's own functions are defined: static inline (C99, C++). */
+#  define MIXP_INLINE static inline
+#elif defined(__GNUC__)
+/** How the header's own functions are defined: static inline (older GNU C). */
+#  define MIXP_INLINE static __inline__
+#else
+/** How the header's own functions are defined: static (C89 without inline). */
+#  define MIXP_INLINE static
+#endif
+
 /** Major version: bumped on any ABI-breaking change (it is the SONAME). */
 #define MIXP_VERSION_MAJOR 0
 /** Minor version: bumped when functions or struct fields are added. */
-#define MIXP_VERSION_MINOR 6
+#define MIXP_VERSION_MINOR 7
 /** Patch version: bumped for fixes that change no interface. */
 #define MIXP_VERSION_PATCH 0
 /** The version as one comparable number: major*10000 + minor*100 + patch. */
@@ -190,10 +221,34 @@ typedef struct mixp_session_options {
 } mixp_session_options;
 
 /**
- * Fills @p options with defaults and sets struct_size.
+ * The entry point behind mixp_session_options_init(): fills the first @p size
+ * bytes of @p options with the defaults and sets struct_size to @p size, the
+ * size of the caller's struct. Call it directly only where the inline function
+ * cannot be used (a host that resolves functions by name: dlsym, an FFI).
+ * Since 0.7.
+ * @param[out] options The struct to fill.
+ * @param size sizeof(mixp_session_options) in the caller's mixp.h: one of the
+ *             sizes a release gave the struct (docs/embedding.md).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a size no release gave
+ *         the struct (a newer header's, say): then only struct_size is written,
+ *         with a value every function refuses. Thread-safe.
+ */
+MIXP_API mixp_status mixp_session_options_init_sized(mixp_session_options *options, size_t size);
+
+#if defined(MIXP_LEGACY_OPTIONS_INIT) || defined(SWIG)
+MIXP_API void mixp_session_options_init(mixp_session_options *options);
+#else
+/**
+ * Fills @p options with defaults and sets struct_size. Inline since 0.7: it
+ * passes the size of the program's own struct to
+ * mixp_session_options_init_sized(), so it never writes past it, whichever
+ * library runs the program (see "Options structs" in the introduction).
  * @param[out] options The struct to fill; NULL is ignored.
  */
-MIXP_API void mixp_session_options_init(mixp_session_options *options);
+MIXP_INLINE void mixp_session_options_init(mixp_session_options *options) {
+  if (options) (void)mixp_session_options_init_sized(options, sizeof *options);
+}
+#endif
 
 /**
  * Creates a session.
@@ -390,6 +445,116 @@ MIXP_API mixp_status mixp_trace_compare(const mixp_trace *reference, mixp_trace 
                                         int64_t *first_divergent, const char **report);
 /** @} */
 
+/** @name Profiling: where a step's time goes
+ *  Record every op a session runs -- name, forward or backward, input shapes
+ *  and dtypes, host time and device time -- then read a table sorted by
+ *  total time, or write a Chrome trace (chrome://tracing, Perfetto). On a
+ *  cuda session device time is measured with events on the session's
+ *  stream around each op; on cpu the ops run synchronously and device time
+ *  is their wall-clock time. Recorded are the ops a caller makes (an op's
+ *  internals are part of its time), each node a mixp_backward() runs (as
+ *  "op (backward)", nested in "backward"), mixp_optimizer_step() and the
+ *  GradScaler's calls. Not recording costs one branch per op. Since 0.7. @{ */
+
+/** Opaque profile handle: the recorded op calls and their times, on the host. */
+typedef struct mixp_profile mixp_profile;
+
+/**
+ * Starts recording a profile on @p session. It waits once for the device, so
+ * that the host's and the device's times start together; on a cuda session
+ * each recorded op then adds two event records to the stream (about a
+ * microsecond of host time each), and nothing waits for the device again
+ * until mixp_profile_end().
+ * @param session The session.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL; MIXP_ERR_STATE when a
+ *         profile is already being recorded or the session was destroyed.
+ */
+MIXP_API mixp_status mixp_profile_begin(mixp_session *session);
+
+/**
+ * Stops recording, waits for the device to finish the recorded work and hands
+ * over the profile. At most 2^22 op calls are kept; later ones are counted
+ * in the report's last line but not recorded.
+ * @param session The session.
+ * @param[out] out Receives the profile (owned: mixp_profile_destroy()).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL; MIXP_ERR_STATE when no
+ *         profile is being recorded; MIXP_ERR_DEVICE when the device failed
+ *         (recording has stopped then too).
+ */
+MIXP_API mixp_status mixp_profile_end(mixp_session *session, mixp_profile **out);
+
+/**
+ * Destroys a profile.
+ * @param profile The profile, or NULL (no-op).
+ */
+MIXP_API void mixp_profile_destroy(mixp_profile *profile);
+
+/**
+ * The number of recorded op calls.
+ * @param profile The profile.
+ * @return The count, or -1 for NULL.
+ */
+MIXP_API int64_t mixp_profile_length(const mixp_profile *profile);
+
+/** One row of a profile's summary: one op in one pass, over all its calls.
+ *  Fill struct_size before mixp_profile_summary_get(). */
+typedef struct mixp_profile_row {
+  uint32_t struct_size;  /**< sizeof(mixp_profile_row); set by the caller. */
+  const char *op;        /**< The op's name ("matmul", "backward", "optimizer_step"); borrowed
+                              from the profile. */
+  int backward;          /**< 1 for the calls a backward pass made, else 0. */
+  int64_t calls;         /**< How many calls. */
+  double host_ms;        /**< Host time of the calls, nested ops included, in milliseconds. */
+  double device_ms;      /**< Device time of the calls, nested ops included (cpu: = host_ms). */
+  double self_host_ms;   /**< host_ms less that of the recorded ops nested in these calls. */
+  double self_device_ms; /**< device_ms less that of the recorded ops nested in these calls. */
+} mixp_profile_row;
+
+/**
+ * The number of rows in the profile's summary (distinct op and pass pairs).
+ * @param profile The profile.
+ * @return The count, or -1 for NULL.
+ */
+MIXP_API int64_t mixp_profile_summary_rows(const mixp_profile *profile);
+
+/**
+ * Row @p index of the summary; rows are sorted by self_device_ms, largest
+ * first, so row 0 is where the most device time went.
+ * @param profile The profile.
+ * @param index In [0, mixp_profile_summary_rows()).
+ * @param[out] row Filled on success; its struct_size must be set first.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL, an index out of range
+ *         or a struct_size smaller than the first version of the struct.
+ */
+MIXP_API mixp_status mixp_profile_summary_get(const mixp_profile *profile, int64_t index,
+                                              mixp_profile_row *row);
+
+/**
+ * The summary as a table, sorted like mixp_profile_summary_get(): op, pass,
+ * calls, self and total device and host time, share of the recorded device
+ * time; then a line with the totals.
+ * @param profile The profile.
+ * @param max_rows The most rows to print (0 or less: all).
+ * @return A string borrowed from @p profile, valid until the next call of
+ *         this function on it or its destruction; "" for NULL.
+ */
+MIXP_API const char *mixp_profile_report(mixp_profile *profile, int max_rows);
+
+/**
+ * Writes the profile as a Chrome trace event file (JSON object format, one
+ * complete event "ph":"X" per op call with its shapes and dtypes in "args"):
+ * host times on one track, device times on another. Open it in
+ * chrome://tracing or https://ui.perfetto.dev.
+ * @param profile The profile.
+ * @param path The file to write (replaced if it exists).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL arguments or an empty
+ *         path; MIXP_ERR_IO when the file cannot be written (@p path then
+ *         keeps what it held: the file is written aside and renamed).
+ */
+MIXP_API mixp_status mixp_profile_write_trace(const mixp_profile *profile, const char *path);
+
+/** @} */
+
 /** The numerics checker narrowed and widened (Paddle's TensorCheckerConfig):
  *  which ops and steps it looks at, and whether it also looks for values
  *  that would overflow fp16. Fill with mixp_numerics_options_init(). Since 0.4. */
@@ -414,11 +579,35 @@ typedef struct mixp_numerics_options {
 } mixp_numerics_options;
 
 /**
+ * The entry point behind mixp_numerics_options_init(): fills the first @p size
+ * bytes of @p options with the defaults and sets struct_size to @p size, the
+ * size of the caller's struct. Call it directly only where the inline function
+ * cannot be used (a host that resolves functions by name: dlsym, an FFI).
+ * Since 0.7.
+ * @param[out] options The struct to fill.
+ * @param size sizeof(mixp_numerics_options) in the caller's mixp.h: one of the
+ *             sizes a release gave the struct (docs/embedding.md).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a size no release gave
+ *         the struct (a newer header's, say): then only struct_size is written,
+ *         with a value every function refuses. Thread-safe.
+ */
+MIXP_API mixp_status mixp_numerics_options_init_sized(mixp_numerics_options *options, size_t size);
+
+#if defined(MIXP_LEGACY_OPTIONS_INIT) || defined(SWIG)
+MIXP_API void mixp_numerics_options_init(mixp_numerics_options *options);
+#else
+/**
  * Fills @p options with the defaults (off, every op, every step, no fp16
- * overflow check) and sets struct_size.
+ * overflow check) and sets struct_size. Inline since 0.7: it passes the size of
+ * the program's own struct to mixp_numerics_options_init_sized(), so it never
+ * writes past it, whichever library runs the program (see "Options structs" in
+ * the introduction).
  * @param[out] options NULL is ignored.
  */
-MIXP_API void mixp_numerics_options_init(mixp_numerics_options *options);
+MIXP_INLINE void mixp_numerics_options_init(mixp_numerics_options *options) {
+  if (options) (void)mixp_numerics_options_init_sized(options, sizeof *options);
+}
+#endif
 
 /**
  * Sets the numerics checker's mode, op filter, step range and fp16-overflow
@@ -454,6 +643,21 @@ typedef struct mixp_memory_stats {
                                 bytes taken from the session's stream-ordered memory pool and not
                                 yet given back, counted in stream order). */
   uint64_t peak_bytes;     /**< Highest current_bytes since creation or the last reset. */
+  /* Since 0.7: what the device really held, tensors and the kernels' scratch
+   * and workspaces together. A field lies past an older caller's struct_size
+   * and is then not written. */
+  uint64_t device_bytes;      /**< Bytes the session holds on its device now: on cuda, the memory
+                                   pool's bytes in use (tensors and every kernel's scratch:
+                                   cuDNN, cuBLASLt plans, reductions) plus the fixed cuBLASLt
+                                   workspace; on cpu, current_bytes (scratch is not counted). */
+  uint64_t device_peak_bytes; /**< Highest device_bytes since creation or the last reset (on
+                                   cuda the pool's own high-water mark). The figure to compare
+                                   with PyTorch's torch.cuda.max_memory_allocated. */
+  uint64_t reserved_bytes;    /**< Bytes the session's memory pool has taken from the device now,
+                                   in use or cached for reuse (plus the workspace); on cpu,
+                                   current_bytes. */
+  uint64_t reserved_peak_bytes; /**< Highest reserved_bytes since creation or the last reset;
+                                     compare with torch.cuda.max_memory_reserved. */
 } mixp_memory_stats;
 
 /**
@@ -466,7 +670,8 @@ MIXP_API mixp_status mixp_memory_stats_get(const mixp_session *session,
                                            mixp_memory_stats *stats);
 
 /**
- * Sets the peak to the current value.
+ * Sets the peaks (peak_bytes, device_peak_bytes, reserved_peak_bytes) to the
+ * current values.
  * @param session The session.
  * @return MIXP_OK or MIXP_ERR_INVALID_ARGUMENT.
  */
@@ -1267,9 +1472,36 @@ typedef struct mixp_cross_entropy_options {
   double label_smoothing;
 } mixp_cross_entropy_options;
 
-/** Fills @p options with the defaults above and sets struct_size.
- *  @param[out] options NULL is ignored. Thread-safe. */
+/**
+ * The entry point behind mixp_cross_entropy_options_init(): fills the first @p
+ * size bytes of @p options with the defaults and sets struct_size to @p size,
+ * the size of the caller's struct. Call it directly only where the inline
+ * function cannot be used (a host that resolves functions by name: dlsym, an
+ * FFI). Since 0.7.
+ * @param[out] options The struct to fill.
+ * @param size sizeof(mixp_cross_entropy_options) in the caller's mixp.h: one of
+ *             the sizes a release gave the struct (docs/embedding.md).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a size no release gave
+ *         the struct (a newer header's, say): then only struct_size is written,
+ *         with a value every function refuses. Thread-safe.
+ */
+MIXP_API mixp_status mixp_cross_entropy_options_init_sized(mixp_cross_entropy_options *options, size_t size);
+
+#if defined(MIXP_LEGACY_OPTIONS_INIT) || defined(SWIG)
 MIXP_API void mixp_cross_entropy_options_init(mixp_cross_entropy_options *options);
+#else
+/**
+ * Fills @p options with the defaults above and sets struct_size. Inline since
+ * 0.7: it passes the size of the program's own struct to
+ * mixp_cross_entropy_options_init_sized(), so it never writes past it,
+ * whichever library runs the program (see "Options structs" in the
+ * introduction).
+ * @param[out] options NULL is ignored. Thread-safe.
+ */
+MIXP_INLINE void mixp_cross_entropy_options_init(mixp_cross_entropy_options *options) {
+  if (options) (void)mixp_cross_entropy_options_init_sized(options, sizeof *options);
+}
+#endif
 
 /** (cross_entropy) mixp_cross_entropy() with options: label smoothing
  *  beside the reduction and ignore_index. label_smoothing = 0 gives the
@@ -1394,8 +1626,35 @@ typedef struct mixp_conv2d_options {
                                   always [C_out, C_in/groups, kH, kW]. */
 } mixp_conv2d_options;
 
-/** Fills @p options with defaults and sets struct_size. @param[out] options NULL is ignored. */
+/**
+ * The entry point behind mixp_conv2d_options_init(): fills the first @p size
+ * bytes of @p options with the defaults and sets struct_size to @p size, the
+ * size of the caller's struct. Call it directly only where the inline function
+ * cannot be used (a host that resolves functions by name: dlsym, an FFI).
+ * Since 0.7.
+ * @param[out] options The struct to fill.
+ * @param size sizeof(mixp_conv2d_options) in the caller's mixp.h: one of the
+ *             sizes a release gave the struct (docs/embedding.md).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a size no release gave
+ *         the struct (a newer header's, say): then only struct_size is written,
+ *         with a value every function refuses. Thread-safe.
+ */
+MIXP_API mixp_status mixp_conv2d_options_init_sized(mixp_conv2d_options *options, size_t size);
+
+#if defined(MIXP_LEGACY_OPTIONS_INIT) || defined(SWIG)
 MIXP_API void mixp_conv2d_options_init(mixp_conv2d_options *options);
+#else
+/**
+ * Fills @p options with defaults and sets struct_size. Inline since 0.7: it
+ * passes the size of the program's own struct to
+ * mixp_conv2d_options_init_sized(), so it never writes past it, whichever
+ * library runs the program (see "Options structs" in the introduction).
+ * @param[out] options NULL is ignored.
+ */
+MIXP_INLINE void mixp_conv2d_options_init(mixp_conv2d_options *options) {
+  if (options) (void)mixp_conv2d_options_init_sized(options, sizeof *options);
+}
+#endif
 
 /** (conv2d) 2-D convolution (cross-correlation, as PyTorch): x [N,C_in,H,W]
  *  (or NHWC), weight [C_out, C_in/groups, kH, kW], bias [C_out] or NULL;
@@ -1423,8 +1682,35 @@ typedef struct mixp_pool2d_options {
   mixp_layout layout;     /**< Layout of x and of the result (default NCHW). */
 } mixp_pool2d_options;
 
-/** Fills @p options with defaults and sets struct_size. @param[out] options NULL is ignored. */
+/**
+ * The entry point behind mixp_pool2d_options_init(): fills the first @p size
+ * bytes of @p options with the defaults and sets struct_size to @p size, the
+ * size of the caller's struct. Call it directly only where the inline function
+ * cannot be used (a host that resolves functions by name: dlsym, an FFI).
+ * Since 0.7.
+ * @param[out] options The struct to fill.
+ * @param size sizeof(mixp_pool2d_options) in the caller's mixp.h: one of the
+ *             sizes a release gave the struct (docs/embedding.md).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a size no release gave
+ *         the struct (a newer header's, say): then only struct_size is written,
+ *         with a value every function refuses. Thread-safe.
+ */
+MIXP_API mixp_status mixp_pool2d_options_init_sized(mixp_pool2d_options *options, size_t size);
+
+#if defined(MIXP_LEGACY_OPTIONS_INIT) || defined(SWIG)
 MIXP_API void mixp_pool2d_options_init(mixp_pool2d_options *options);
+#else
+/**
+ * Fills @p options with defaults and sets struct_size. Inline since 0.7: it
+ * passes the size of the program's own struct to
+ * mixp_pool2d_options_init_sized(), so it never writes past it, whichever
+ * library runs the program (see "Options structs" in the introduction).
+ * @param[out] options NULL is ignored.
+ */
+MIXP_INLINE void mixp_pool2d_options_init(mixp_pool2d_options *options) {
+  if (options) (void)mixp_pool2d_options_init_sized(options, sizeof *options);
+}
+#endif
 
 /** (max_pool2d) Maximum over windows; the gradient goes to the first maximum.
  *  @param x Input tensor.
@@ -1613,10 +1899,34 @@ typedef struct mixp_autocast_options {
 } mixp_autocast_options;
 
 /**
- * Fills @p options with defaults and sets struct_size.
+ * The entry point behind mixp_autocast_options_init(): fills the first @p size
+ * bytes of @p options with the defaults and sets struct_size to @p size, the
+ * size of the caller's struct. Call it directly only where the inline function
+ * cannot be used (a host that resolves functions by name: dlsym, an FFI).
+ * Since 0.7.
+ * @param[out] options The struct to fill.
+ * @param size sizeof(mixp_autocast_options) in the caller's mixp.h: one of the
+ *             sizes a release gave the struct (docs/embedding.md).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a size no release gave
+ *         the struct (a newer header's, say): then only struct_size is written,
+ *         with a value every function refuses. Thread-safe.
+ */
+MIXP_API mixp_status mixp_autocast_options_init_sized(mixp_autocast_options *options, size_t size);
+
+#if defined(MIXP_LEGACY_OPTIONS_INIT) || defined(SWIG)
+MIXP_API void mixp_autocast_options_init(mixp_autocast_options *options);
+#else
+/**
+ * Fills @p options with defaults and sets struct_size. Inline since 0.7: it
+ * passes the size of the program's own struct to
+ * mixp_autocast_options_init_sized(), so it never writes past it, whichever
+ * library runs the program (see "Options structs" in the introduction).
  * @param[out] options NULL is ignored.
  */
-MIXP_API void mixp_autocast_options_init(mixp_autocast_options *options);
+MIXP_INLINE void mixp_autocast_options_init(mixp_autocast_options *options) {
+  if (options) (void)mixp_autocast_options_init_sized(options, sizeof *options);
+}
+#endif
 
 /**
  * Opens an autocast region on the session; it lasts until the matching
@@ -2058,12 +2368,39 @@ typedef struct mixp_optimizer_options {
 } mixp_optimizer_options;
 
 /**
+ * The entry point behind mixp_optimizer_options_init(): fills the first @p size
+ * bytes of @p options with the defaults and sets struct_size to @p size, the
+ * size of the caller's struct. Call it directly only where the inline function
+ * cannot be used (a host that resolves functions by name: dlsym, an FFI).
+ * Since 0.7.
+ * @param[out] options The struct to fill.
+ * @param size sizeof(mixp_optimizer_options) in the caller's mixp.h: one of the
+ *             sizes a release gave the struct (docs/embedding.md).
+ * @param kind The optimizer whose defaults are wanted.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a size no release gave
+ *         the struct (a newer header's, say): then only struct_size is written,
+ *         with a value every function refuses. Thread-safe.
+ */
+MIXP_API mixp_status mixp_optimizer_options_init_sized(mixp_optimizer_options *options, size_t size,
+                                                      mixp_optimizer_kind kind);
+
+#if defined(MIXP_LEGACY_OPTIONS_INIT) || defined(SWIG)
+MIXP_API void mixp_optimizer_options_init(mixp_optimizer_options *options,
+                                          mixp_optimizer_kind kind);
+#else
+/**
  * Fills @p options with PyTorch's defaults for @p kind and sets struct_size.
+ * Inline since 0.7: it passes the size of the program's own struct to
+ * mixp_optimizer_options_init_sized(), so it never writes past it, whichever
+ * library runs the program (see "Options structs" in the introduction).
  * @param[out] options NULL is ignored.
  * @param kind The optimizer whose defaults are wanted.
  */
-MIXP_API void mixp_optimizer_options_init(mixp_optimizer_options *options,
-                                          mixp_optimizer_kind kind);
+MIXP_INLINE void mixp_optimizer_options_init(mixp_optimizer_options *options,
+                                               mixp_optimizer_kind kind) {
+  if (options) (void)mixp_optimizer_options_init_sized(options, sizeof *options, kind);
+}
+#endif
 
 /**
  * Creates an optimizer over @p n parameters. The optimizer keeps references
@@ -2286,10 +2623,34 @@ typedef struct mixp_grad_scaler_options {
 } mixp_grad_scaler_options;
 
 /**
- * Fills @p options with the defaults above and sets struct_size.
+ * The entry point behind mixp_grad_scaler_options_init(): fills the first @p
+ * size bytes of @p options with the defaults and sets struct_size to @p size,
+ * the size of the caller's struct. Call it directly only where the inline
+ * function cannot be used (a host that resolves functions by name: dlsym, an
+ * FFI). Since 0.7.
+ * @param[out] options The struct to fill.
+ * @param size sizeof(mixp_grad_scaler_options) in the caller's mixp.h: one of
+ *             the sizes a release gave the struct (docs/embedding.md).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a size no release gave
+ *         the struct (a newer header's, say): then only struct_size is written,
+ *         with a value every function refuses. Thread-safe.
+ */
+MIXP_API mixp_status mixp_grad_scaler_options_init_sized(mixp_grad_scaler_options *options, size_t size);
+
+#if defined(MIXP_LEGACY_OPTIONS_INIT) || defined(SWIG)
+MIXP_API void mixp_grad_scaler_options_init(mixp_grad_scaler_options *options);
+#else
+/**
+ * Fills @p options with the defaults above and sets struct_size. Inline since
+ * 0.7: it passes the size of the program's own struct to
+ * mixp_grad_scaler_options_init_sized(), so it never writes past it, whichever
+ * library runs the program (see "Options structs" in the introduction).
  * @param[out] options NULL is ignored. Thread-safe.
  */
-MIXP_API void mixp_grad_scaler_options_init(mixp_grad_scaler_options *options);
+MIXP_INLINE void mixp_grad_scaler_options_init(mixp_grad_scaler_options *options) {
+  if (options) (void)mixp_grad_scaler_options_init_sized(options, sizeof *options);
+}
+#endif
 
 /**
  * Creates a loss scaler. Its scale and counters are scalars in the
@@ -2484,10 +2845,34 @@ typedef struct mixp_decorate_options {
 } mixp_decorate_options;
 
 /**
- * Fills @p options with the defaults and sets struct_size.
+ * The entry point behind mixp_decorate_options_init(): fills the first @p size
+ * bytes of @p options with the defaults and sets struct_size to @p size, the
+ * size of the caller's struct. Call it directly only where the inline function
+ * cannot be used (a host that resolves functions by name: dlsym, an FFI).
+ * Since 0.7.
+ * @param[out] options The struct to fill.
+ * @param size sizeof(mixp_decorate_options) in the caller's mixp.h: one of the
+ *             sizes a release gave the struct (docs/embedding.md).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a size no release gave
+ *         the struct (a newer header's, say): then only struct_size is written,
+ *         with a value every function refuses. Thread-safe.
+ */
+MIXP_API mixp_status mixp_decorate_options_init_sized(mixp_decorate_options *options, size_t size);
+
+#if defined(MIXP_LEGACY_OPTIONS_INIT) || defined(SWIG)
+MIXP_API void mixp_decorate_options_init(mixp_decorate_options *options);
+#else
+/**
+ * Fills @p options with the defaults and sets struct_size. Inline since 0.7: it
+ * passes the size of the program's own struct to
+ * mixp_decorate_options_init_sized(), so it never writes past it, whichever
+ * library runs the program (see "Options structs" in the introduction).
  * @param[out] options NULL is ignored. Thread-safe.
  */
-MIXP_API void mixp_decorate_options_init(mixp_decorate_options *options);
+MIXP_INLINE void mixp_decorate_options_init(mixp_decorate_options *options) {
+  if (options) (void)mixp_decorate_options_init_sized(options, sizeof *options);
+}
+#endif
 
 /**
  * O2 ("pure half") decoration: casts every F32 parameter of @p model to
@@ -2584,10 +2969,34 @@ typedef struct mixp_synthetic_options {
 } mixp_synthetic_options;
 
 /**
- * Fills @p options with defaults and sets struct_size.
+ * The entry point behind mixp_synthetic_options_init(): fills the first @p size
+ * bytes of @p options with the defaults and sets struct_size to @p size, the
+ * size of the caller's struct. Call it directly only where the inline function
+ * cannot be used (a host that resolves functions by name: dlsym, an FFI).
+ * Since 0.7.
+ * @param[out] options The struct to fill.
+ * @param size sizeof(mixp_synthetic_options) in the caller's mixp.h: one of the
+ *             sizes a release gave the struct (docs/embedding.md).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a size no release gave
+ *         the struct (a newer header's, say): then only struct_size is written,
+ *         with a value every function refuses. Thread-safe.
+ */
+MIXP_API mixp_status mixp_synthetic_options_init_sized(mixp_synthetic_options *options, size_t size);
+
+#if defined(MIXP_LEGACY_OPTIONS_INIT) || defined(SWIG)
+MIXP_API void mixp_synthetic_options_init(mixp_synthetic_options *options);
+#else
+/**
+ * Fills @p options with defaults and sets struct_size. Inline since 0.7: it
+ * passes the size of the program's own struct to
+ * mixp_synthetic_options_init_sized(), so it never writes past it, whichever
+ * library runs the program (see "Options structs" in the introduction).
  * @param[out] options NULL is ignored.
  */
-MIXP_API void mixp_synthetic_options_init(mixp_synthetic_options *options);
+MIXP_INLINE void mixp_synthetic_options_init(mixp_synthetic_options *options) {
+  if (options) (void)mixp_synthetic_options_init_sized(options, sizeof *options);
+}
+#endif
 
 /**
  * Creates a learnable synthetic classification dataset: each class has a
@@ -2708,10 +3117,34 @@ typedef struct mixp_loader_options {
 } mixp_loader_options;
 
 /**
- * Fills @p options with defaults and sets struct_size.
+ * The entry point behind mixp_loader_options_init(): fills the first @p size
+ * bytes of @p options with the defaults and sets struct_size to @p size, the
+ * size of the caller's struct. Call it directly only where the inline function
+ * cannot be used (a host that resolves functions by name: dlsym, an FFI).
+ * Since 0.7.
+ * @param[out] options The struct to fill.
+ * @param size sizeof(mixp_loader_options) in the caller's mixp.h: one of the
+ *             sizes a release gave the struct (docs/embedding.md).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a size no release gave
+ *         the struct (a newer header's, say): then only struct_size is written,
+ *         with a value every function refuses. Thread-safe.
+ */
+MIXP_API mixp_status mixp_loader_options_init_sized(mixp_loader_options *options, size_t size);
+
+#if defined(MIXP_LEGACY_OPTIONS_INIT) || defined(SWIG)
+MIXP_API void mixp_loader_options_init(mixp_loader_options *options);
+#else
+/**
+ * Fills @p options with defaults and sets struct_size. Inline since 0.7: it
+ * passes the size of the program's own struct to
+ * mixp_loader_options_init_sized(), so it never writes past it, whichever
+ * library runs the program (see "Options structs" in the introduction).
  * @param[out] options NULL is ignored.
  */
-MIXP_API void mixp_loader_options_init(mixp_loader_options *options);
+MIXP_INLINE void mixp_loader_options_init(mixp_loader_options *options) {
+  if (options) (void)mixp_loader_options_init_sized(options, sizeof *options);
+}
+#endif
 
 /**
  * Creates a loader over a dataset (which it keeps alive).
@@ -2823,10 +3256,34 @@ typedef struct mixp_dist_options {
 } mixp_dist_options;
 
 /**
- * Fills @p options with defaults and sets struct_size.
+ * The entry point behind mixp_dist_options_init(): fills the first @p size
+ * bytes of @p options with the defaults and sets struct_size to @p size, the
+ * size of the caller's struct. Call it directly only where the inline function
+ * cannot be used (a host that resolves functions by name: dlsym, an FFI).
+ * Since 0.7.
+ * @param[out] options The struct to fill.
+ * @param size sizeof(mixp_dist_options) in the caller's mixp.h: one of the
+ *             sizes a release gave the struct (docs/embedding.md).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a size no release gave
+ *         the struct (a newer header's, say): then only struct_size is written,
+ *         with a value every function refuses. Thread-safe.
+ */
+MIXP_API mixp_status mixp_dist_options_init_sized(mixp_dist_options *options, size_t size);
+
+#if defined(MIXP_LEGACY_OPTIONS_INIT) || defined(SWIG)
+MIXP_API void mixp_dist_options_init(mixp_dist_options *options);
+#else
+/**
+ * Fills @p options with defaults and sets struct_size. Inline since 0.7: it
+ * passes the size of the program's own struct to
+ * mixp_dist_options_init_sized(), so it never writes past it, whichever library
+ * runs the program (see "Options structs" in the introduction).
  * @param[out] options NULL is ignored. Thread-safe.
  */
-MIXP_API void mixp_dist_options_init(mixp_dist_options *options);
+MIXP_INLINE void mixp_dist_options_init(mixp_dist_options *options) {
+  if (options) (void)mixp_dist_options_init_sized(options, sizeof *options);
+}
+#endif
 
 /**
  * The local rank the launcher gave this process (its index among the ranks
@@ -3063,11 +3520,33 @@ typedef struct mixp_state_spec {
 } mixp_state_spec;
 
 /**
+ * The entry point behind mixp_state_spec_init(): fills the first @p size bytes
+ * of @p spec with the defaults and sets struct_size to @p size, the size of the
+ * caller's struct. Call it directly only where the inline function cannot be
+ * used (a host that resolves functions by name: dlsym, an FFI). Since 0.7.
+ * @param[out] spec The struct to fill.
+ * @param size sizeof(mixp_state_spec) in the caller's mixp.h: one of the sizes
+ *             a release gave the struct (docs/embedding.md).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or a size no release gave
+ *         the struct (a newer header's, say): then only struct_size is written,
+ *         with a value every function refuses. Thread-safe.
+ */
+MIXP_API mixp_status mixp_state_spec_init_sized(mixp_state_spec *spec, size_t size);
+
+#if defined(MIXP_LEGACY_OPTIONS_INIT) || defined(SWIG)
+MIXP_API void mixp_state_spec_init(mixp_state_spec *spec);
+#else
+/**
  * Fills @p spec with the defaults (nothing listed, include_rng 1) and sets
- * struct_size.
+ * struct_size. Inline since 0.7: it passes the size of the program's own struct
+ * to mixp_state_spec_init_sized(), so it never writes past it, whichever
+ * library runs the program (see "Options structs" in the introduction).
  * @param[out] spec NULL is ignored. Thread-safe.
  */
-MIXP_API void mixp_state_spec_init(mixp_state_spec *spec);
+MIXP_INLINE void mixp_state_spec_init(mixp_state_spec *spec) {
+  if (spec) (void)mixp_state_spec_init_sized(spec, sizeof *spec);
+}
+#endif
 
 /**
  * Saves the training state described by @p spec to @p path, atomically

@@ -10,6 +10,7 @@
 #include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "ops/ops.hpp"
+#include "ops/profile.hpp"
 
 using mixp::Optimizer;
 using mixp::Tensor;
@@ -165,12 +166,6 @@ GradScaler *check_grad_scaler(const mixp_grad_scaler *g, const char *fn, const c
   return const_cast<GradScaler *>(g);
 }
 
-// 0.3's struct ended before below_one (core/options.hpp).
-template <>
-struct StructVersions<mixp_grad_scaler_options> {
-  static constexpr size_t first = offsetof(mixp_grad_scaler_options, below_one);
-};
-
 std::unique_ptr<GradScaler> make_grad_scaler(Session *s, const mixp_grad_scaler_options *opts,
                                              const char *fn) {
   mixp_grad_scaler_options o = read_options(opts, amp::default_scaler_options, fn,
@@ -283,6 +278,7 @@ void mixp_grad_scaler::unscale(Optimizer &opt, const char *fn) {
 
 void mixp_grad_scaler::step(Optimizer &opt, const char *fn) {
   using namespace mixp;
+  ProfileScope profiled(session.get(), "grad_scaler_step");
   if (disabled()) {
     opt.step(fn);
     return;

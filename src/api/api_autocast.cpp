@@ -8,15 +8,10 @@
 
 #include "autocast/autocast.hpp"
 #include "api/api_common.hpp"
+#include "api/options_init.hpp"
 #include "core/options.hpp"
 
 using namespace mixp;
-
-// 0.2's struct ended before use_promote (options.hpp).
-template <>
-struct mixp::StructVersions<mixp_autocast_options> {
-  static constexpr size_t first = offsetof(mixp_autocast_options, use_promote);
-};
 
 namespace {
 
@@ -92,14 +87,15 @@ ParsedPolicy parse_policy(const char *policy, const char *fn) {
 
 extern "C" {
 
-void mixp_autocast_options_init(mixp_autocast_options *o) {
-  if (!o) return;
-  *o = mixp_autocast_options{};
-  o->struct_size = sizeof(mixp_autocast_options);
-  o->enabled = 1;
-  o->dtype = MIXP_BF16;
-  o->level = MIXP_AMP_O1;
-  o->cache_enabled = 1;
+mixp_status mixp_autocast_options_init_sized(mixp_autocast_options *o, size_t size) {
+  static const mixp_autocast_options defaults = defaults_of<mixp_autocast_options>([](mixp_autocast_options &d) {
+    d.struct_size = sizeof d;
+    d.enabled = 1;
+    d.dtype = MIXP_BF16;
+    d.level = MIXP_AMP_O1;
+    d.cache_enabled = 1;
+  });
+  return init_options_sized(o, size, defaults, "mixp_autocast_options_init_sized");
 }
 
 mixp_status mixp_autocast_push(mixp_session *session, const mixp_autocast_options *options) {

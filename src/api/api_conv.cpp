@@ -1,5 +1,6 @@
 // C ABI shims of convolution (ops/conv.cpp).
 #include "api/api_common.hpp"
+#include "api/options_init.hpp"
 #include "core/options.hpp"
 #include "mixp/mixp.h"
 #include "ops/ops.hpp"
@@ -8,15 +9,16 @@ using namespace mixp;
 
 extern "C" {
 
-void mixp_conv2d_options_init(mixp_conv2d_options *options) {
-  if (!options) return;
-  *options = mixp_conv2d_options{};
-  options->struct_size = sizeof(mixp_conv2d_options);
-  options->stride_h = options->stride_w = 1;
-  options->pad_h = options->pad_w = 0;
-  options->dilation_h = options->dilation_w = 1;
-  options->groups = 1;
-  options->layout = MIXP_NCHW;
+mixp_status mixp_conv2d_options_init_sized(mixp_conv2d_options *options, size_t size) {
+  static const mixp_conv2d_options defaults = defaults_of<mixp_conv2d_options>([](mixp_conv2d_options &d) {
+    d.struct_size = sizeof d;
+    d.stride_h = d.stride_w = 1;
+    d.pad_h = d.pad_w = 0;
+    d.dilation_h = d.dilation_w = 1;
+    d.groups = 1;
+    d.layout = MIXP_NCHW;
+  });
+  return init_options_sized(options, size, defaults, "mixp_conv2d_options_init_sized");
 }
 
 mixp_status mixp_conv2d(const mixp_tensor *x, const mixp_tensor *weight, const mixp_tensor *bias,

@@ -1,8 +1,10 @@
 // C ABI shims of the datasets and loaders group.
 #include "api/api_common.hpp"
+#include "api/options_init.hpp"
 #include "core/options.hpp"
 #include "data/dataset.hpp"
 #include "data/loader.hpp"
+#include "ops/profile.hpp"
 #include "mixp/mixp.h"
 
 namespace {
@@ -39,17 +41,19 @@ mixp_status mixp_dataset_fashion_mnist(mixp_session *session, const char *dir, i
   });
 }
 
-void mixp_synthetic_options_init(mixp_synthetic_options *options) {
-  if (!options) return;
-  *options = mixp_synthetic_options{};
-  options->struct_size = sizeof(mixp_synthetic_options);
-  options->num_samples = 4096;
-  options->channels = 1;
-  options->height = 28;
-  options->width = 28;
-  options->num_classes = 10;
-  options->seed = 1;
-  options->noise = 0.35;
+mixp_status mixp_synthetic_options_init_sized(mixp_synthetic_options *options, size_t size) {
+  static const mixp_synthetic_options defaults =
+      mixp::defaults_of<mixp_synthetic_options>([](mixp_synthetic_options &d) {
+        d.struct_size = sizeof d;
+        d.num_samples = 4096;
+        d.channels = 1;
+        d.height = 28;
+        d.width = 28;
+        d.num_classes = 10;
+        d.seed = 1;
+        d.noise = 0.35;
+      });
+  return mixp::init_options_sized(options, size, defaults, "mixp_synthetic_options_init_sized");
 }
 
 mixp_status mixp_dataset_synthetic(mixp_session *session, const mixp_synthetic_options *options,
@@ -94,20 +98,21 @@ mixp_status mixp_dataset_sample_shape(const mixp_dataset *dataset, int64_t *shap
   });
 }
 
-void mixp_loader_options_init(mixp_loader_options *options) {
-  if (!options) return;
-  *options = mixp_loader_options{};
-  options->struct_size = sizeof(mixp_loader_options);
-  options->batch_size = 64;
-  options->shuffle = 1;
-  options->drop_last = 0;
-  options->seed = 0;
-  options->dtype = MIXP_F32;
-  options->scale = 1.0 / 255.0;
-  options->mean = 0.0;
-  options->std = 1.0;
-  options->shard_index = 0;
-  options->shard_count = 1;
+mixp_status mixp_loader_options_init_sized(mixp_loader_options *options, size_t size) {
+  static const mixp_loader_options defaults = mixp::defaults_of<mixp_loader_options>([](mixp_loader_options &d) {
+    d.struct_size = sizeof d;
+    d.batch_size = 64;
+    d.shuffle = 1;
+    d.drop_last = 0;
+    d.seed = 0;
+    d.dtype = MIXP_F32;
+    d.scale = 1.0 / 255.0;
+    d.mean = 0.0;
+    d.std = 1.0;
+    d.shard_index = 0;
+    d.shard_count = 1;
+  });
+  return mixp::init_options_sized(options, size, defaults, "mixp_loader_options_init_sized");
 }
 
 mixp_status mixp_loader_create(mixp_dataset *dataset, const mixp_loader_options *options,
@@ -137,6 +142,7 @@ mixp_status mixp_loader_next(mixp_loader *loader, mixp_tensor **inputs, mixp_ten
     mixp::check_out(inputs, fn, "inputs");
     mixp::check_out(labels, fn, "labels");
     mixp::TensorPtr x, y;
+    mixp::ProfileScope profiled(l->session.get(), "loader_next");
     got = l->next(&x, &y);
     if (got) {
       mixp::give(inputs, std::move(x));

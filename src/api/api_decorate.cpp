@@ -1,13 +1,15 @@
 // C shims of O2 decoration (amp/decorate.cpp).
 #include "amp/decorate.hpp"
 #include "api/api_common.hpp"
+#include "api/options_init.hpp"
 
 using namespace mixp;
 
 extern "C" {
 
-void mixp_decorate_options_init(mixp_decorate_options *options) {
-  if (options) amp::default_decorate_options(*options);
+mixp_status mixp_decorate_options_init_sized(mixp_decorate_options *options, size_t size) {
+  static const mixp_decorate_options defaults = defaults_of<mixp_decorate_options>(amp::default_decorate_options);
+  return init_options_sized(options, size, defaults, "mixp_decorate_options_init_sized");
 }
 
 mixp_status mixp_amp_decorate(mixp_module *model, mixp_optimizer *optimizer,

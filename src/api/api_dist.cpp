@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "api/api_common.hpp"
+#include "api/options_init.hpp"
 #include "dist/dist.hpp"
 #include "nn/module.hpp"
 #include "optim/optimizer.hpp"
@@ -40,12 +41,13 @@ std::pair<Dist *, Optimizer *> check_gradient_args(mixp_dist *dist, mixp_optimiz
 
 extern "C" {
 
-void mixp_dist_options_init(mixp_dist_options *options) {
-  if (!options) return;
-  *options = mixp_dist_options{};
-  options->struct_size = sizeof(mixp_dist_options);
-  options->transport = MIXP_DIST_MPI;
-  options->bucket_bytes = int64_t(25) << 20;
+mixp_status mixp_dist_options_init_sized(mixp_dist_options *options, size_t size) {
+  static const mixp_dist_options defaults = defaults_of<mixp_dist_options>([](mixp_dist_options &d) {
+    d.struct_size = sizeof d;
+    d.transport = MIXP_DIST_MPI;
+    d.bucket_bytes = int64_t(25) << 20;
+  });
+  return init_options_sized(options, size, defaults, "mixp_dist_options_init_sized");
 }
 
 int mixp_dist_env_local_rank(void) {

@@ -3,13 +3,16 @@
 
 #include "amp/grad_scaler.hpp"
 #include "api/api_common.hpp"
+#include "api/options_init.hpp"
 
 using namespace mixp;
 
 extern "C" {
 
-void mixp_grad_scaler_options_init(mixp_grad_scaler_options *options) {
-  if (options) amp::default_scaler_options(*options);
+mixp_status mixp_grad_scaler_options_init_sized(mixp_grad_scaler_options *options, size_t size) {
+  static const mixp_grad_scaler_options defaults =
+      defaults_of<mixp_grad_scaler_options>(amp::default_scaler_options);
+  return init_options_sized(options, size, defaults, "mixp_grad_scaler_options_init_sized");
 }
 
 mixp_status mixp_grad_scaler_create(mixp_session *session, const mixp_grad_scaler_options *options,

@@ -1,5 +1,6 @@
 // C ABI shims of the losses (ops/loss.cpp).
 #include "api/api_common.hpp"
+#include "api/options_init.hpp"
 #include "core/options.hpp"
 #include "ops/ops.hpp"
 
@@ -30,13 +31,15 @@ mixp_status mixp_cross_entropy(const mixp_tensor *logits, const mixp_tensor *tar
   });
 }
 
-void mixp_cross_entropy_options_init(mixp_cross_entropy_options *options) {
-  if (!options) return;
-  *options = mixp_cross_entropy_options{};
-  options->struct_size = sizeof(mixp_cross_entropy_options);
-  options->reduction = MIXP_REDUCTION_MEAN;
-  options->ignore_index = MIXP_IGNORE_INDEX_DEFAULT;
-  options->label_smoothing = 0.0;
+mixp_status mixp_cross_entropy_options_init_sized(mixp_cross_entropy_options *options, size_t size) {
+  static const mixp_cross_entropy_options defaults =
+      defaults_of<mixp_cross_entropy_options>([](mixp_cross_entropy_options &d) {
+        d.struct_size = sizeof d;
+        d.reduction = MIXP_REDUCTION_MEAN;
+        d.ignore_index = MIXP_IGNORE_INDEX_DEFAULT;
+        d.label_smoothing = 0.0;
+      });
+  return init_options_sized(options, size, defaults, "mixp_cross_entropy_options_init_sized");
 }
 
 mixp_status mixp_cross_entropy_ex(const mixp_tensor *logits, const mixp_tensor *target,

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "api/api_common.hpp"
+#include "api/options_init.hpp"
 #include "optim/clip.hpp"
 #include "optim/optimizer.hpp"
 
@@ -23,8 +24,11 @@ void check_array_out(const void *array, const char *name, int capacity, const in
 
 extern "C" {
 
-void mixp_optimizer_options_init(mixp_optimizer_options *options, mixp_optimizer_kind kind) {
-  if (options) optim::default_options(*options, kind);
+mixp_status mixp_optimizer_options_init_sized(mixp_optimizer_options *options, size_t size,
+                                              mixp_optimizer_kind kind) {
+  mixp_optimizer_options defaults;
+  optim::default_options(defaults, kind);
+  return init_options_sized(options, size, defaults, "mixp_optimizer_options_init_sized");
 }
 
 mixp_status mixp_optimizer_create(mixp_session *session, mixp_tensor *const *params, int n,

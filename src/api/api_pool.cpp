@@ -1,5 +1,6 @@
 // C ABI shims of pooling (ops/pool.cpp).
 #include "api/api_common.hpp"
+#include "api/options_init.hpp"
 #include "core/options.hpp"
 #include "ops/ops.hpp"
 
@@ -21,15 +22,16 @@ mixp_status pool_shim(const char *fn, bool max, const mixp_tensor *x, const mixp
 
 extern "C" {
 
-void mixp_pool2d_options_init(mixp_pool2d_options *options) {
-  if (!options) return;
-  *options = mixp_pool2d_options{};
-  options->struct_size = sizeof(mixp_pool2d_options);
-  options->kernel_h = options->kernel_w = 2;
-  options->stride_h = options->stride_w = 0;
-  options->pad_h = options->pad_w = 0;
-  options->count_include_pad = 1;
-  options->layout = MIXP_NCHW;
+mixp_status mixp_pool2d_options_init_sized(mixp_pool2d_options *options, size_t size) {
+  static const mixp_pool2d_options defaults = defaults_of<mixp_pool2d_options>([](mixp_pool2d_options &d) {
+    d.struct_size = sizeof d;
+    d.kernel_h = d.kernel_w = 2;
+    d.stride_h = d.stride_w = 0;
+    d.pad_h = d.pad_w = 0;
+    d.count_include_pad = 1;
+    d.layout = MIXP_NCHW;
+  });
+  return init_options_sized(options, size, defaults, "mixp_pool2d_options_init_sized");
 }
 
 mixp_status mixp_max_pool2d(const mixp_tensor *x, const mixp_pool2d_options *options, mixp_tensor **out) {

@@ -1,11 +1,13 @@
 // Session shims.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "api/api_common.hpp"
+#include "api/options_init.hpp"
 #include "autocast/autocast.hpp"
 #include "backend/backend.hpp"
-#include "backend/device.hpp"
+#include "device/device.hpp"
 #include "core/op_table.hpp"
 #include "core/options.hpp"
 
@@ -13,15 +15,16 @@ using namespace mixp;
 
 extern "C" {
 
-void mixp_session_options_init(mixp_session_options *o) {
-  if (!o) return;
-  *o = mixp_session_options{};
-  o->struct_size = sizeof(mixp_session_options);
-  o->device = "cpu";
-  o->seed = 0;
-  o->num_threads = 0;
-  o->allow_tf32 = 0;
-  o->check_numerics = MIXP_NUMERICS_OFF;
+mixp_status mixp_session_options_init_sized(mixp_session_options *o, size_t size) {
+  static const mixp_session_options defaults = defaults_of<mixp_session_options>([](mixp_session_options &d) {
+    d.struct_size = sizeof d;
+    d.device = "cpu";
+    d.seed = 0;
+    d.num_threads = 0;
+    d.allow_tf32 = 0;
+    d.check_numerics = MIXP_NUMERICS_OFF;
+  });
+  return init_options_sized(o, size, defaults, "mixp_session_options_init_sized");
 }
 
 mixp_status mixp_session_create(const mixp_session_options *options, mixp_session **out) {
@@ -116,13 +119,14 @@ mixp_status mixp_session_set_numerics_check(mixp_session *session, mixp_numerics
   });
 }
 
-void mixp_numerics_options_init(mixp_numerics_options *o) {
-  if (!o) return;
-  std::memset(o, 0, sizeof *o);
-  o->struct_size = sizeof *o;
-  o->mode = MIXP_NUMERICS_OFF;
-  o->start_step = 0;
-  o->end_step = -1;
+mixp_status mixp_numerics_options_init_sized(mixp_numerics_options *o, size_t size) {
+  static const mixp_numerics_options defaults = defaults_of<mixp_numerics_options>([](mixp_numerics_options &d) {
+    d.struct_size = sizeof d;
+    d.mode = MIXP_NUMERICS_OFF;
+    d.start_step = 0;
+    d.end_step = -1;
+  });
+  return init_options_sized(o, size, defaults, "mixp_numerics_options_init_sized");
 }
 
 mixp_status mixp_session_set_numerics_options(mixp_session *session, const mixp_numerics_options *options) {
@@ -187,8 +191,21 @@ mixp_status mixp_memory_stats_get(const mixp_session *session, mixp_memory_stats
     if (stats->struct_size < offsetof(mixp_memory_stats, peak_bytes) + sizeof(uint64_t))
       fail(MIXP_ERR_INVALID_ARGUMENT, "mixp_memory_stats_get: stats->struct_size is ", stats->struct_size,
            "; set it to sizeof(mixp_memory_stats)");
-    stats->current_bytes = s->mem_current.load();
-    stats->peak_bytes = s->mem_peak.load();
+    const uint64_t current = s->mem_current.load(), peak = s->mem_peak.load();
+    stats->current_bytes = current;
+    stats->peak_bytes = peak;
+    // The device's own figures where its backend keeps them (a cuda pool);
+    // elsewhere the tensors are all the session holds that it can count.
+    Backend::DeviceMemory m = s->backend->device_memory();
+    if (!m.known) m = {true, current, peak, current, peak};
+    // Fields appended since 0.6 are written only where the caller's struct has them.
+    auto put = [&](size_t offset, uint64_t v) {
+      if (stats->struct_size >= offset + sizeof v) std::memcpy(reinterpret_cast<char *>(stats) + offset, &v, sizeof v);
+    };
+    put(offsetof(mixp_memory_stats, device_bytes), m.used);
+    put(offsetof(mixp_memory_stats, device_peak_bytes), m.used_peak);
+    put(offsetof(mixp_memory_stats, reserved_bytes), m.reserved);
+    put(offsetof(mixp_memory_stats, reserved_peak_bytes), m.reserved_peak);
   });
 }
 
@@ -196,6 +213,7 @@ mixp_status mixp_memory_stats_reset_peak(mixp_session *session) {
   return guard("mixp_memory_stats_reset_peak", [&] {
     Session *s = check_session(session, "mixp_memory_stats_reset_peak");
     s->mem_peak.store(s->mem_current.load());
+    s->backend->reset_device_memory_peak();
   });
 }
 

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "api/api_common.hpp"
+#include "api/options_init.hpp"
 #include "state/state.hpp"
 
 using namespace mixp;
@@ -17,8 +18,9 @@ void check_path(const char *path, const char *fn) {
 
 extern "C" {
 
-void mixp_state_spec_init(mixp_state_spec *spec) {
-  if (spec) state::default_spec(*spec);
+mixp_status mixp_state_spec_init_sized(mixp_state_spec *spec, size_t size) {
+  static const mixp_state_spec defaults = defaults_of<mixp_state_spec>(state::default_spec);
+  return init_options_sized(spec, size, defaults, "mixp_state_spec_init_sized", "spec");
 }
 
 mixp_status mixp_state_save(mixp_session *session, const char *path, const mixp_state_spec *spec) {

@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/op_stats.hpp"
 #include "ops/ops.hpp"
+#include "ops/profile.hpp"
 
 namespace mixp {
 
@@ -163,7 +164,12 @@ void run_backward(Tensor &root, const Tensor *seed) {
         if (it != pending.end()) {  // else no gradient reached it
           std::vector<TensorPtr> gouts = std::move(it->second);
           pending.erase(it);
-          std::vector<TensorPtr> gins = n->backward(gouts);
+          std::vector<TensorPtr> gins;
+          {
+            ProfileScope profiled(s, n->name, true);
+            if (profiled.recording()) profiled.inputs(gouts);
+            gins = n->backward(gouts);
+          }
           if (s->op_stats_on) count_backward(s, *n, gins);
           for (size_t i = 0; i < n->next.size(); ++i) {
             const Edge &e = n->next[i];

@@ -36,8 +36,9 @@ namespace mixp {
 // parameters as stat Views, gw/gb F64. v6: sgd_step/adam_step over a list of parameters,
 // ParamArgs.buf1/buf2/state_dtype/stochastic, stochastic_round.hpp; count_values replaces
 // count_nonfinite. v7: device collectives. v8: pool_index_dtype. v9: all_reduce_overlapped,
-// collectives_join.)
-inline constexpr uint32_t kBackendAbiVersion = 9;
+// collectives_join. v10: the optional capabilities timing_mark/timing_elapsed_ms/timing_reset
+// and device_memory/reset_device_memory_peak.)
+inline constexpr uint32_t kBackendAbiVersion = 10;
 
 // The reductions of Backend::all_reduce.
 enum class CollectiveOp { Sum, Max };
@@ -397,6 +398,35 @@ class Backend {
   // out (contiguous, world * in.numel() elements of in's dtype, any dtype) =
   // every rank's contiguous `in`, rank 0 first.
   virtual void all_gather(const View &in, const View &out) = 0;
+
+  // --- optional capabilities: a device may decline them (the defaults do) ----
+  // Device time for the profiler (ops/profile.cpp). A backend whose work runs
+  // after the call returns (queued on a stream) puts a timing mark in its
+  // queue and returns the mark's handle (> 0). 0 declines: the work ran
+  // during the call, so the profiler's host clock times it.
+  virtual uint64_t timing_mark() { return 0; }
+  // Milliseconds of device time between marks `from` and `to` (handed out
+  // since the last timing_reset, `from` queued first), waiting for the
+  // device to pass `to`.
+  virtual double timing_elapsed_ms(uint64_t from, uint64_t to) {
+    (void)from;
+    (void)to;
+    return 0.0;
+  }
+  // Every mark handed out so far may be reused; their handles are dead.
+  virtual void timing_reset() noexcept {}
+
+  // What the device holds for this backend beyond the tensors the session
+  // counts itself: bytes in use (tensors and every kernel's scratch) and
+  // bytes reserved (in use or cached by its memory pool), now and at their
+  // high-water marks since the last reset_device_memory_peak(). known =
+  // false declines (the CPU: its scratch comes from the C++ heap).
+  struct DeviceMemory {
+    bool known = false;
+    uint64_t used = 0, used_peak = 0, reserved = 0, reserved_peak = 0;
+  };
+  virtual DeviceMemory device_memory() const noexcept { return {}; }
+  virtual void reset_device_memory_peak() noexcept {}
 };
 
 // A View of a tensor's current geometry.

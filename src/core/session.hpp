@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/op_trace.hpp"
+#include "core/profile.hpp"
 #include "core/refcount.hpp"
 #include "mixp/mixp.h"
 
@@ -72,6 +73,9 @@ struct mixp_session {
   int64_t numerics_step = 0;
   // The op trace being recorded (mixp_trace_begin .. mixp_trace_end), or null.
   std::unique_ptr<mixp::OpTrace> trace;
+  // The profile being recorded (mixp_profile_begin .. mixp_profile_end), or
+  // null: one branch per op when off (ops/profile.hpp).
+  std::unique_ptr<mixp::Profile> profile;
   // Op statistics (mixp_session_op_stats_start): while on, every op a user
   // calls (depth 0; autocast's casts included) counts one call for its
   // output's dtype, separately for the ops a backward pass runs.
@@ -143,7 +147,7 @@ bool tf32_enabled(const Session *s) noexcept;
 
 // mixp_session_create's checks of the options that are not the device.
 void check_session_options(const mixp_session_options &opts, const char *fn);
-// Creates a session on an opened device (backend/device.hpp); `note` is
+// Creates a session on an opened device (device/device.hpp); `note` is
 // logged at INFO level.
 SessionRef make_session(const mixp_session_options &opts, std::unique_ptr<Backend> backend,
                         std::string device, std::string note);

@@ -10,12 +10,6 @@
 #include "core/options.hpp"
 #include "data/dataset.hpp"
 
-// 0.4's struct ended before shard_index.
-template <>
-struct mixp::StructVersions<mixp_loader_options> {
-  static constexpr size_t first = offsetof(mixp_loader_options, shard_index);
-};
-
 namespace mixp {
 
 // The length of the global batch that starts at sample `pos` of an epoch of

@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/op_stats.hpp"
 #include "ops/ops.hpp"
+#include "ops/profile.hpp"
 
 namespace mixp {
 
@@ -23,6 +24,7 @@ void OpScope::enter() {
 
 OpScope::~OpScope() {
   --s_->op_depth;
+  if (profiled_ >= 0) profile_close(s_, profiled_);
   if (recording_) settle();
 }
 
@@ -42,6 +44,7 @@ void OpScope::mark(const Tensor &out, int index) const {
   // Forward calls only: a backward pass counts per node (autograd/engine.cpp).
   if (outermost_ && index == 0 && s_->op_stats_on && s_->backward_depth == 0)
     count_op_call(s_, op_, false, out.dtype);
+  if (profiled_ >= 0 && index == 0) profile_output(s_, profiled_, out);
   if (entry_ == ~size_t(0)) return;
   ++marked_;
   // An op that returns one of its inputs (dropout in eval mode) makes no new
@@ -73,18 +76,34 @@ OpScope::OpScope(OpId op, Session *s, std::initializer_list<TensorPtr *> inputs)
     : op_(op), name_(op_name(op)), s_(s) {
   enter();
   if (outermost_ && inputs.size() && s->autocast) autocast_inputs(inputs.begin(), inputs.size());
+  // After autocast: its casts are ops of their own, and the record shows the
+  // dtypes the op runs in.
+  if (outermost_ && s->profile) profile_begin(inputs.begin(), inputs.size());
   ++s_->op_depth;  // last: a constructor that throws never reaches the destructor
 }
 
 OpScope::OpScope(OpId op, Session *s, std::vector<TensorPtr> &inputs)
     : op_(op), name_(op_name(op)), s_(s) {
   enter();
-  if (outermost_ && !inputs.empty() && s->autocast) {
+  if (outermost_ && !inputs.empty() && (s->autocast || s->profile)) {
     std::vector<TensorPtr *> ptrs;
     for (TensorPtr &t : inputs) ptrs.push_back(&t);
-    autocast_inputs(ptrs.data(), ptrs.size());
+    if (s->autocast) autocast_inputs(ptrs.data(), ptrs.size());
+    if (s->profile) profile_begin(ptrs.data(), ptrs.size());
+  } else if (outermost_ && s->profile) {
+    profile_begin(nullptr, 0);
   }
   ++s_->op_depth;
+}
+
+void OpScope::profile_begin(TensorPtr *const *inputs, size_t n) noexcept {
+  profiled_ = profile_open(s_, name_, s_->backward_depth > 0);
+  if (profiled_ < 0 || n == 0) return;
+  const Tensor *ts[8];
+  size_t k = 0;
+  for (size_t i = 0; i < n && k < 8; ++i)
+    if (inputs[i] && *inputs[i]) ts[k++] = inputs[i]->get();
+  profile_inputs(s_, profiled_, ts, k);
 }
 
 namespace {

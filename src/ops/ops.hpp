@@ -91,6 +91,7 @@ class OpScope {
   }
   void enter();
   void autocast_inputs(TensorPtr *const *inputs, size_t n);
+  void profile_begin(TensorPtr *const *inputs, size_t n) noexcept;
   void tape_impl(std::vector<const Tensor *> inputs, ReplayFn fn);
   void mark(const Tensor &out, int index) const;
   void settle() noexcept;
@@ -98,6 +99,7 @@ class OpScope {
   const char *name_;
   Session *s_;
   bool outermost_ = false;
+  int32_t profiled_ = -1;  // this call's profile record (ops/profile.hpp), or -1
   // Checkpoint bookkeeping, used only while a region records this op.
   bool recording_ = false;
   int uncaught_ = 0;

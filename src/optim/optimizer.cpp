@@ -9,6 +9,7 @@
 #include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "ops/ops.hpp"
+#include "ops/profile.hpp"
 #include "backend/optimizer_args.hpp"
 
 namespace mixp::optim {
@@ -139,6 +140,7 @@ void mixp_optimizer::agree_on_skip() {
 void mixp_optimizer::step(const char *fn) {
   using namespace mixp;
   Session *s = check_session(session.get(), fn);
+  ProfileScope profiled(s, "optimizer_step");
   agree_on_skip();
   Backend &kernels = *s->backend;
   const double lr = current_lr();

@@ -12,16 +12,10 @@
 #include "core/tensor.hpp"
 #include "mixp/mixp.h"
 
-// 0.3's struct ended before state_dtype.
-template <>
-struct mixp::StructVersions<mixp_optimizer_options> {
-  static constexpr size_t first = offsetof(mixp_optimizer_options, state_dtype);
-};
-
 namespace mixp::optim {
 
-// The caller's options struct: the current size, or 0.3's, which ended
-// before state_dtype (core/options.hpp); a missing field reads as its default.
+// The caller's options struct at any released size (core/options.hpp: 0.3's
+// ended before state_dtype); a missing field reads as its default.
 mixp_optimizer_options read_options(const mixp_optimizer_options *o, const char *fn);
 
 // The dtype of the state kept for a parameter of dtype `param` under `o`:

@@ -609,7 +609,10 @@ static double *adam_run_state(mixp_dtype state_dtype, int n, int steps, uint64_t
   for (int k = 0; k < steps; ++k) {
     mt_fill(g, n, -1.0, 1.0, 50 + (uint64_t)k);
     set_grad(p, g);
-    mixp_memory_stats before = {sizeof(mixp_memory_stats), 0, 0}, after = {sizeof(mixp_memory_stats), 0, 0};
+    mixp_memory_stats before, after;
+    memset(&before, 0, sizeof before);
+    memset(&after, 0, sizeof after);
+    before.struct_size = after.struct_size = sizeof(mixp_memory_stats);
     MT_OK(mixp_memory_stats_get(s, &before));
     MT_OK(mixp_optimizer_step(opt));
     MT_OK(mixp_memory_stats_get(s, &after));

@@ -6,8 +6,11 @@ The layers of the library, bottom to top, and what each folder may include
 explains them:
 
     core       the ground floor; owns memory through the backend interface
-    backend    core
+    backend    core                   (the contract: interface, arguments, formulas)
+    cpu        core, backend          (the CPU backend)
     kernels    core, backend          (the CUDA plugin)
+    device     core, backend, cpu     (device selection, the plugin loader:
+                                       what constructs backends)
     autocast   core                   (the policy half of mixed precision)
     autograd   core                   (the graph and the checkpoint tape)
     ops        core, backend, autocast, autograd
@@ -33,7 +36,9 @@ BELOW_OPS = {"core", "backend", "autocast", "autograd"}
 ALLOWED = {
     "core": {"core"},
     "backend": {"core", "backend"},
+    "cpu": {"core", "backend", "cpu"},
     "kernels": {"core", "backend"},
+    "device": {"core", "backend", "cpu", "device"},
     "autocast": {"core", "autocast"},
     "autograd": {"core", "autograd"},
     "ops": BELOW_OPS | {"ops"},
@@ -54,9 +59,18 @@ EXCEPTIONS = {
     # floor sees the backend interface (not the CPU backend, not the loader).
     ("src/core/tensor.cpp", "backend/backend.hpp"),
     ("src/core/session.cpp", "backend/backend.hpp"),
+    # The host transport sums what it receives in host memory with the CPU
+    # backend's multi-versioned loops (run_kernel).
+    ("src/dist/dist.cpp", "cpu/simd.hpp"),
+    # ... and loads the MPI transport plugin with the loader's dlopen search
+    # (load_plugin_entry), as the session loads the CUDA backend.
+    ("src/dist/transport.cpp", "device/loader.hpp"),
     # The backward engine runs the recorded formulas and sums gradients,
     # which are ops; the graph it walks is recorded below the ops.
     ("src/autograd/engine.cpp", "ops/ops.hpp"),
+    # ... and the profiler times each formula it runs, as the op scope
+    # times the ops.
+    ("src/autograd/engine.cpp", "ops/profile.hpp"),
     # The generated build description (commit, CUDA architectures).
     ("src/api/api_base.cpp", "build_config.h"),
 }
@@ -126,16 +140,29 @@ def self_test():
                 fh.write(text)
         write("src/core/ok.cpp", '#include "core/x.hpp"\n#include "mixp/mixp.h"\n')
         write("src/ops/ok.cpp", '#include "autograd/node.hpp"\n')
+        write("src/cpu/ok.cpp", '#include "backend/backend.hpp"\n#include "cpu/simd.hpp"\n')
+        write("src/device/ok.cpp", '#include "cpu/cpu_backend.hpp"\n#include "device/loader.hpp"\n')
         if violations(root):
             print("self-test: a clean tree was reported:", violations(root))
             return 1
-        write("src/core/bad.cpp", '#include "ops/ops.hpp"\n')
-        write("tools/bad.c", '#include "core/tensor.hpp"\n')
+        planted = {
+            "src/core/bad.cpp": '#include "ops/ops.hpp"\n',
+            "tools/bad.c": '#include "core/tensor.hpp"\n',
+            # The CPU backend sits below the ops, beside the CUDA plugin.
+            "src/cpu/bad.cpp": '#include "ops/ops.hpp"\n',
+            # The contract knows no device, and no device constructs another.
+            "src/backend/bad.hpp": '#include "cpu/cpu_backend.hpp"\n',
+            "src/cpu/bad_device.cpp": '#include "device/device.hpp"\n',
+        }
+        for rel, text in planted.items():
+            write(rel, text)
         found = violations(root)
-        if len(found) != 2:
-            print("self-test: expected 2 violations, got", found)
+        missed = [rel for rel in planted if not any(v.startswith(rel + ":") for v in found)]
+        if len(found) != len(planted) or missed:
+            print(f"self-test: expected {len(planted)} violations, one per planted file; missed",
+                  missed, "got", found)
             return 1
-    print("self-test: both planted violations were reported")
+    print(f"self-test: all {len(planted)} planted violations were reported")
     return 0
 
 

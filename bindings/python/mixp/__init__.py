@@ -36,6 +36,7 @@ from . import data
 from . import dist
 from .state import save_state, load_state
 from .trace import trace, Trace
+from .profile import profile, Profile
 from .functional import (matmul, relu, gelu, sigmoid, tanh, softmax, log_softmax, cross_entropy,
                          mse_loss, cat, split)
 
@@ -60,5 +61,5 @@ __all__ = [
     "no_grad", "Tensor", "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "arange", "rand",
     "randn", "functional", "nn", "optim", "amp", "data", "dist", "matmul", "relu", "gelu", "sigmoid",
     "tanh", "softmax", "log_softmax", "cross_entropy", "mse_loss", "cat", "split", "build_info",
-    "ops", "save_state", "load_state", "trace", "Trace", "__version__",
+    "ops", "save_state", "load_state", "trace", "Trace", "profile", "Profile", "__version__",
 ]

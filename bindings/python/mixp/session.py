@@ -91,10 +91,16 @@ class Session(Handle):
         self._log_callback = fn  # kept alive while C may call it
 
     def memory_stats(self):
-        """``{"current_bytes": ..., "peak_bytes": ...}`` of tensor storage."""
+        """The session's memory in bytes: ``current_bytes``/``peak_bytes`` of
+        tensor storage, and what the device really holds, scratch and
+        workspaces included: ``device_bytes``/``device_peak_bytes`` (compare
+        with ``torch.cuda.max_memory_allocated``) and
+        ``reserved_bytes``/``reserved_peak_bytes`` (the memory pool's)."""
         st = capi.mixp_memory_stats()
         capi.mixp_memory_stats_get(self._h, st)
-        return {"current_bytes": int(st.current_bytes), "peak_bytes": int(st.peak_bytes)}
+        keys = ("current_bytes", "peak_bytes", "device_bytes", "device_peak_bytes",
+                "reserved_bytes", "reserved_peak_bytes")
+        return {k: int(getattr(st, k)) for k in keys}
 
     def reset_peak_memory(self):
         capi.mixp_memory_stats_reset_peak(self._h)

@@ -120,22 +120,63 @@ public final class Session extends NativeHandle {
 
   /** @return bytes of tensor memory held now */
   public long currentMemory() {
-    return memory(false);
+    return memory(0);
   }
 
   /** @return the peak of tensor memory held */
   public long peakMemory() {
-    return memory(true);
+    return memory(1);
   }
 
-  private long memory(boolean peak) {
+  /**
+   * @return bytes the device really holds for the session now, kernels' scratch and workspaces
+   *     included (on the CPU: the tensors)
+   */
+  public long deviceMemory() {
+    return memory(2);
+  }
+
+  /**
+   * @return the peak of {@link #deviceMemory()}: the figure to compare with PyTorch's
+   *     max_memory_allocated
+   */
+  public long peakDeviceMemory() {
+    return memory(3);
+  }
+
+  private long memory(int which) {
     mixp_memory_stats st = new mixp_memory_stats();
     try {
       mixp.mixp_memory_stats_get(ptr(), st);
-      return peak ? st.getPeak_bytes() : st.getCurrent_bytes();
+      switch (which) {
+        case 0: return st.getCurrent_bytes();
+        case 1: return st.getPeak_bytes();
+        case 2: return st.getDevice_bytes();
+        default: return st.getDevice_peak_bytes();
+      }
     } finally {
       st.delete();
       Reference.reachabilityFence(this);
     }
+  }
+
+  /** Starts recording every op the session runs (one profile at a time). */
+  public void profileBegin() {
+    try {
+      mixp.mixp_profile_begin(ptr());
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** @return the profile recorded since {@link #profileBegin()} (owned: close it) */
+  public Profile profileEnd() {
+    long[] out = new long[1];
+    try {
+      mixp.mixp_profile_end(ptr(), out);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+    return new Profile(out[0]);
   }
 }
