@@ -178,9 +178,7 @@ mixp_status mixp_dist_get_stats(const mixp_dist *dist, mixp_dist_stats *stats) {
     if (stats->struct_size < sizeof(mixp_dist_stats))
       fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": stats->struct_size is ", stats->struct_size,
            "; set it to sizeof(mixp_dist_stats)");
-    const uint32_t size = stats->struct_size;
-    *stats = d->stats;
-    stats->struct_size = size;
+    write_answer(stats, d->stats);
   });
 }
 

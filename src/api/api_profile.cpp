@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "api/api_common.hpp"
+#include "core/options.hpp"
 #include "ops/profile.hpp"
 #include "state/file_io.hpp"
 
@@ -79,7 +80,6 @@ mixp_status mixp_profile_summary_get(const mixp_profile *profile, int64_t index,
       fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": index ", index, " is out of [0, ", p->rows.size(), ")");
     const ProfileRow &r = p->rows[size_t(index)];
     mixp_profile_row out{};
-    out.struct_size = sizeof(mixp_profile_row);
     out.op = r.op;
     out.backward = r.backward ? 1 : 0;
     out.calls = r.calls;
@@ -87,7 +87,7 @@ mixp_status mixp_profile_summary_get(const mixp_profile *profile, int64_t index,
     out.device_ms = r.device_ms;
     out.self_host_ms = r.self_host_ms;
     out.self_device_ms = r.self_device_ms;
-    *row = out;
+    write_answer(row, out);
   });
 }
 

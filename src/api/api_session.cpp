@@ -191,21 +191,18 @@ mixp_status mixp_memory_stats_get(const mixp_session *session, mixp_memory_stats
     if (stats->struct_size < offsetof(mixp_memory_stats, peak_bytes) + sizeof(uint64_t))
       fail(MIXP_ERR_INVALID_ARGUMENT, "mixp_memory_stats_get: stats->struct_size is ", stats->struct_size,
            "; set it to sizeof(mixp_memory_stats)");
-    const uint64_t current = s->mem_current.load(), peak = s->mem_peak.load();
-    stats->current_bytes = current;
-    stats->peak_bytes = peak;
+    mixp_memory_stats all{};
+    all.current_bytes = s->mem_current.load();
+    all.peak_bytes = s->mem_peak.load();
     // The device's own figures where its backend keeps them (a cuda pool);
     // elsewhere the tensors are all the session holds that it can count.
     Backend::DeviceMemory m = s->backend->device_memory();
-    if (!m.known) m = {true, current, peak, current, peak};
-    // Fields appended since 0.6 are written only where the caller's struct has them.
-    auto put = [&](size_t offset, uint64_t v) {
-      if (stats->struct_size >= offset + sizeof v) std::memcpy(reinterpret_cast<char *>(stats) + offset, &v, sizeof v);
-    };
-    put(offsetof(mixp_memory_stats, device_bytes), m.used);
-    put(offsetof(mixp_memory_stats, device_peak_bytes), m.used_peak);
-    put(offsetof(mixp_memory_stats, reserved_bytes), m.reserved);
-    put(offsetof(mixp_memory_stats, reserved_peak_bytes), m.reserved_peak);
+    if (!m.known) m = {true, all.current_bytes, all.peak_bytes, all.current_bytes, all.peak_bytes};
+    all.device_bytes = m.used;
+    all.device_peak_bytes = m.used_peak;
+    all.reserved_bytes = m.reserved;
+    all.reserved_peak_bytes = m.reserved_peak;
+    write_answer(stats, all);  // a 0.6 caller's struct ends at peak_bytes
   });
 }
 

@@ -3,6 +3,7 @@
 // mixp.h gave it (StructVersions, below); the fields an older, smaller
 // struct lacks read as their defaults.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -129,6 +130,16 @@ T read_options(const T *o, Fill &&fill, const char *fn, const char *init_name, c
   std::memcpy(static_cast<void *>(&v), static_cast<const void *>(o), o->struct_size);
   v.struct_size = sizeof(T);
   return v;
+}
+
+// Hands an answer struct (the library fills it, the caller sets struct_size,
+// already checked) to the caller: the fields `full` has, up to the caller's
+// struct_size, so a struct of an older header gets no byte past its end.
+template <class T>
+void write_answer(T *dst, T full) {
+  const uint32_t size = dst->struct_size;
+  full.struct_size = size;
+  std::memcpy(static_cast<void *>(dst), static_cast<const void *>(&full), std::min<size_t>(size, sizeof(T)));
 }
 
 }  // namespace mixp

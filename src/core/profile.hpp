@@ -15,7 +15,7 @@ struct ProfileRecord {
   int32_t parent = -1;   // the record this one ran inside, or -1
   int64_t host_begin_ns = 0, host_end_ns = 0;  // since Profile::origin_ns
   uint64_t mark_begin = 0, mark_end = 0;       // the backend's timing marks; 0: none
-  double device_begin_us = 0, device_end_us = 0;  // filled when recording ends
+  double device_begin_us = 0, device_end_us = 0;  // since origin_mark; read when recording ends (device clock only)
   std::string inputs;  // "f32[8,768] bf16[768,2304]"; the inputs as the op ran them
   std::string output;  // its first output, likewise
 };

@@ -85,13 +85,11 @@ OpScope::OpScope(OpId op, Session *s, std::initializer_list<TensorPtr *> inputs)
 OpScope::OpScope(OpId op, Session *s, std::vector<TensorPtr> &inputs)
     : op_(op), name_(op_name(op)), s_(s) {
   enter();
-  if (outermost_ && !inputs.empty() && (s->autocast || s->profile)) {
+  if (outermost_ && (s->autocast || s->profile)) {
     std::vector<TensorPtr *> ptrs;
     for (TensorPtr &t : inputs) ptrs.push_back(&t);
-    if (s->autocast) autocast_inputs(ptrs.data(), ptrs.size());
+    if (s->autocast && !ptrs.empty()) autocast_inputs(ptrs.data(), ptrs.size());
     if (s->profile) profile_begin(ptrs.data(), ptrs.size());
-  } else if (outermost_ && s->profile) {
-    profile_begin(nullptr, 0);
   }
   ++s_->op_depth;
 }
