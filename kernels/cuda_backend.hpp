@@ -32,6 +32,7 @@
 #include <cuda_runtime.h>
 
 #include "backend/backend.hpp"
+#include "backend/capabilities.hpp"
 
 namespace mixp::cuda {
 
@@ -44,7 +45,11 @@ namespace mixp::cuda {
     if (mixp_err_ != cudaSuccess) ::mixp::cuda::fail_cuda(mixp_err_, #call, __FILE__, __LINE__); \
   } while (0)
 
-class CudaBackend final : public Backend {
+// The core, and every optional capability (each accessor returns this).
+class CudaBackend final : public Backend,
+                          public DeviceCollectives,
+                          public DeviceTimer,
+                          public DeviceMemoryStats {
  public:
   explicit CudaBackend(int device_index);
   ~CudaBackend() override;
@@ -153,9 +158,12 @@ class CudaBackend final : public Backend {
   void embedding_backward(const View &gy, const View &indices, int64_t padding_idx,
                           const View &gw) override;
 
+  DeviceCollectives *collectives() noexcept override { return this; }
+  DeviceTimer *timer() noexcept override { return this; }
+  DeviceMemoryStats *memory_stats() noexcept override { return this; }
+
   // collectives.cpp: NCCL on the session's stream (ordered with the step's
   // kernels); the library is loaded on the first clique_id/clique_join.
-  bool has_collectives() const noexcept override { return true; }
   void clique_id(unsigned char id[kCliqueIdBytes]) override;
   const char *clique_join(const unsigned char id[kCliqueIdBytes], int world, int rank) override;
   // Waits for the stream (the queued collectives) before destroying the
@@ -174,7 +182,7 @@ class CudaBackend final : public Backend {
   double timing_elapsed_ms(uint64_t from, uint64_t to) override;
   void timing_reset() noexcept override;
   // runtime.cu: the pool's own statistics plus the fixed cuBLASLt workspace.
-  DeviceMemory device_memory() const noexcept override;
+  bool device_memory(DeviceMemory *out) const noexcept override;
   void reset_device_memory_peak() noexcept override;
 
   // Library handles and scratch owned by runtime.cu / gemm.cu / conv.cu

@@ -277,6 +277,7 @@ void CudaBackend::causal_mask(const View &dst, int64_t rows, int64_t cols) {
 }
 
 void CudaBackend::unary(UnaryOp op, const View &x, const View &y, double s) {
+  require_known(op);
   const int64_t n = y.numel();
   if (n == 0) return;
   dispatch_float_dt(y.dtype, "unary", [&](auto tag) {
@@ -289,6 +290,7 @@ void CudaBackend::unary(UnaryOp op, const View &x, const View &y, double s) {
 
 void CudaBackend::unary_backward(UnaryOp op, const View &x, const View &y, const View &gy,
                                  const View &gx, double s) {
+  require_known(op);
   const int64_t n = gx.numel();
   if (n == 0) return;
   const bool reads_x = unary_reads(op) == Reads::Input, reads_y = unary_reads(op) == Reads::Output;
@@ -302,6 +304,7 @@ void CudaBackend::unary_backward(UnaryOp op, const View &x, const View &y, const
 }
 
 void CudaBackend::binary(BinaryOp op, const View &a, const View &b, const View &out) {
+  require_known(op);
   Strided<2> g;
   const View *ops[2] = {&a, &b};
   const int64_t n = make_strided<2>(out, ops, g);

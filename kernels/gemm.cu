@@ -115,6 +115,122 @@ cublasLtMatrixLayout_t make_layout(cudaDataType_t t, const Operand &o, int64_t b
   return l;
 }
 
+// What cuBLASLt is asked for: types, compute mode and the three operands
+// as column-major layouts (cuBLASLt's A is our B and its B our A, see the
+// top of the file).
+struct GemmForm {
+  cudaDataType_t dt;
+  bool f64, tf32;
+  cublasComputeType_t compute;
+  cudaDataType_t scale_t;
+  Operand la, lb, lc;
+  // cuBLASLt's bias epilogue reads the bias with 16-byte vectors; a bias
+  // that is a view at another offset gets the plain product and a separate
+  // bias kernel instead.
+  bool fused_bias;
+};
+
+GemmForm form_of(const GemmArgs &g) {
+  GemmForm f;
+  f.dt = cuda_type(g.dtype);
+  f.f64 = g.dtype == MIXP_F64;
+  f.tf32 = g.dtype == MIXP_F32 && g.allow_tf32;
+  f.compute = f.f64 ? CUBLAS_COMPUTE_64F : (f.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
+  f.scale_t = f.f64 ? CUDA_R_64F : CUDA_R_32F;
+  f.la = as_column_major(g.k, g.n, g.b_rs, g.b_cs);
+  f.lb = as_column_major(g.m, g.k, g.a_rs, g.a_cs);
+  f.lc.rows = g.n;
+  f.lc.cols = g.m;
+  f.lc.ld = g.c_rs < g.n ? g.n : g.c_rs;
+  if (g.m > 1 && g.c_rs < g.n)
+    fail(MIXP_ERR_INTERNAL, "cuda gemm: C row stride ", g.c_rs, " < n = ", g.n);
+  f.fused_bias = g.bias != nullptr && alignment(g.bias) >= 16;
+  return f;
+}
+
+GemmKey key_of(const GemmArgs &g, const GemmForm &f) {
+  GemmKey key;
+  key.v = {int64_t(g.dtype) | int64_t(f.tf32) << 8 | int64_t(f.la.op) << 9 | int64_t(f.lb.op) << 11 |
+               int64_t(f.fused_bias) << 13,
+           g.batch, g.m, g.n, g.k, f.la.ld, f.lb.ld, f.lc.ld,
+           g.batch > 1 ? g.b_batch : 0, g.batch > 1 ? g.a_batch : 0, g.batch > 1 ? g.c_batch : 0,
+           alignment(g.a) | alignment(g.b) << 8 | alignment(g.c) << 16,
+           0, 0, 0, 0};
+  return key;
+}
+
+// The matmul descriptor: transposes and, when fused, the bias epilogue.
+void describe_matmul(GemmPlan &p, const GemmForm &f) {
+  MIXP_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, f.compute, f.scale_t));
+  MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &f.la.op,
+                                                   sizeof f.la.op));
+  MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &f.lb.op,
+                                                   sizeof f.lb.op));
+  if (!f.fused_bias) return;
+  // The bias has one entry per row of the column-major D, i.e. per column j
+  // of mixp's C, shared by every batch.
+  cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_BIAS;
+  MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep,
+                                                   sizeof ep));
+  cudaDataType_t bt = f.dt;
+  MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt,
+                                                   sizeof bt));
+  int64_t bias_stride = 0;
+  MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+      p.op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &bias_stride, sizeof bias_stride));
+}
+
+// The heuristic's algorithm for the described plan, under the workspace and
+// the operands' alignments; false when cuBLASLt has none.
+bool choose_algorithm(CudaBackend::Libs &L, GemmPlan &p, const GemmArgs &g) {
+  cublasLtMatmulPreference_t pref = nullptr;
+  MIXP_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  uint64_t ws = L.workspace_bytes;
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                       sizeof ws);
+  const uint32_t al_a = uint32_t(alignment(g.b)), al_b = uint32_t(alignment(g.a)),
+                 al_c = uint32_t(alignment(g.c));
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a,
+                                       sizeof al_a);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b,
+                                       sizeof al_b);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c,
+                                       sizeof al_c);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c,
+                                       sizeof al_c);
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(L.lt, p.op, p.a, p.b, p.c, p.c, pref, 1,
+                                                     &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (hs != CUBLAS_STATUS_SUCCESS || found == 0) return false;
+  p.algo = result.algo;
+  p.workspace = result.workspaceSize;
+  return true;
+}
+
+// A new plan; one without descriptors (p.op null) means "fall back to the
+// classic GEMM".
+GemmPlan make_plan(CudaBackend::Libs &L, const GemmArgs &g, const GemmForm &f) {
+  GemmPlan p;
+  try {
+    describe_matmul(p, f);
+    p.a = make_layout(f.dt, f.la, g.batch, g.b_batch);
+    p.b = make_layout(f.dt, f.lb, g.batch, g.a_batch);
+    p.c = make_layout(f.dt, f.lc, g.batch, g.c_batch);
+    // No cuBLASLt kernel for this combination (e.g. a fused bias on F64):
+    // the plan stays without descriptors and the call falls back.
+    if (!choose_algorithm(L, p, g)) destroy_plan(p);
+  } catch (const Error &e) {
+    // A combination cuBLASLt refuses to describe (e.g. a fused bias on
+    // F64) falls back like one without an algorithm; only running out of
+    // memory is an error here.
+    destroy_plan(p);
+    if (e.status() == MIXP_ERR_OUT_OF_MEMORY) throw;
+  }
+  return p;
+}
+
 }  // namespace
 
 void destroy_gemm_plans(CudaBackend::Libs &libs) noexcept {
@@ -142,105 +258,18 @@ void CudaBackend::gemm(const GemmArgs &g) {
     return;
   }
   Libs &L = libs();
-  const cudaDataType_t dt = cuda_type(g.dtype);
-  const bool f64 = g.dtype == MIXP_F64;
-  const bool tf32 = g.dtype == MIXP_F32 && g.allow_tf32;
-  const cublasComputeType_t compute =
-      f64 ? CUBLAS_COMPUTE_64F : (tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
-  const cudaDataType_t scale_t = f64 ? CUDA_R_64F : CUDA_R_32F;
-
-  // cuBLASLt's A is our B and its B our A (see the top of the file).
-  const Operand la = as_column_major(g.k, g.n, g.b_rs, g.b_cs);
-  const Operand lb = as_column_major(g.m, g.k, g.a_rs, g.a_cs);
-  Operand lc;
-  lc.rows = g.n;
-  lc.cols = g.m;
-  lc.ld = g.c_rs < g.n ? g.n : g.c_rs;
-  if (g.m > 1 && g.c_rs < g.n)
-    fail(MIXP_ERR_INTERNAL, "cuda gemm: C row stride ", g.c_rs, " < n = ", g.n);
-  // cuBLASLt's bias epilogue reads the bias with 16-byte vectors; a bias
-  // that is a view at another offset gets the plain product and a separate
-  // bias kernel instead.
-  const bool bias = g.bias != nullptr && alignment(g.bias) >= 16;
-
-  GemmKey key;
-  key.v = {int64_t(g.dtype) | int64_t(tf32) << 8 | int64_t(la.op) << 9 | int64_t(lb.op) << 11 |
-               int64_t(bias) << 13,
-           g.batch, g.m, g.n, g.k, la.ld, lb.ld, lc.ld,
-           g.batch > 1 ? g.b_batch : 0, g.batch > 1 ? g.a_batch : 0, g.batch > 1 ? g.c_batch : 0,
-           alignment(g.a) | alignment(g.b) << 8 | alignment(g.c) << 16,
-           0, 0, 0, 0};
+  const GemmForm f = form_of(g);
+  const GemmKey key = key_of(g, f);
   auto it = L.gemm_plans.find(key);
-  if (it == L.gemm_plans.end()) {
-    GemmPlan p;
-    try {
-      MIXP_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, compute, scale_t));
-      MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &la.op,
-                                                       sizeof la.op));
-      MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &lb.op,
-                                                       sizeof lb.op));
-      if (bias) {
-        // The bias has one entry per row of the column-major D, i.e. per
-        // column j of mixp's C, shared by every batch.
-        cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_BIAS;
-        MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                                         &ep, sizeof ep));
-        cudaDataType_t bt = dt;
-        MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-            p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
-        int64_t bias_stride = 0;
-        MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-            p.op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &bias_stride, sizeof bias_stride));
-      }
-      p.a = make_layout(dt, la, g.batch, g.b_batch);
-      p.b = make_layout(dt, lb, g.batch, g.a_batch);
-      p.c = make_layout(dt, lc, g.batch, g.c_batch);
-
-      cublasLtMatmulPreference_t pref = nullptr;
-      MIXP_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-      uint64_t ws = L.workspace_bytes;
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                           sizeof ws);
-      const uint32_t al_a = uint32_t(alignment(g.b)), al_b = uint32_t(alignment(g.a)),
-                     al_c = uint32_t(alignment(g.c));
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                                           &al_a, sizeof al_a);
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                                           &al_b, sizeof al_b);
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                                           &al_c, sizeof al_c);
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-                                           &al_c, sizeof al_c);
-      cublasLtMatmulHeuristicResult_t result{};
-      int found = 0;
-      cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(L.lt, p.op, p.a, p.b, p.c, p.c, pref, 1,
-                                                         &result, &found);
-      cublasLtMatmulPreferenceDestroy(pref);
-      if (hs == CUBLAS_STATUS_SUCCESS && found > 0) {
-        p.algo = result.algo;
-        p.workspace = result.workspaceSize;
-      } else {
-        // No cuBLASLt kernel for this combination (e.g. a fused bias on
-        // F64): the plan stays without descriptors and the call falls back.
-        destroy_plan(p);
-      }
-    } catch (const Error &e) {
-      // A combination cuBLASLt refuses to describe (e.g. a fused bias on
-      // F64) falls back like one without an algorithm; only running out of
-      // memory is an error here.
-      destroy_plan(p);
-      if (e.status() == MIXP_ERR_OUT_OF_MEMORY) throw;
-    }
-    it = L.gemm_plans.emplace(key, p).first;
-  }
+  if (it == L.gemm_plans.end()) it = L.gemm_plans.emplace(key, make_plan(L, g, f)).first;
   const GemmPlan &p = it->second;
   const double alpha_d = g.alpha, beta_d = g.beta;
   const float alpha_f = g.alpha, beta_f = g.beta;
-  const void *alpha = f64 ? static_cast<const void *>(&alpha_d) : &alpha_f;
-  const void *beta = f64 ? static_cast<const void *>(&beta_d) : &beta_f;
+  const void *alpha = f.f64 ? static_cast<const void *>(&alpha_d) : &alpha_f;
+  const void *beta = f.f64 ? static_cast<const void *>(&beta_d) : &beta_f;
 
   if (p.op) {
-    if (bias)
+    if (f.fused_bias)
       MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                        &g.bias, sizeof g.bias));
     MIXP_CUBLAS_CHECK(cublasLtMatmul(L.lt, p.op, alpha, g.b, p.a, g.a, p.b, beta, g.c, p.c, g.c,
@@ -248,14 +277,14 @@ void CudaBackend::gemm(const GemmArgs &g) {
   } else {
     // Fallback: the classic strided-batched GEMM (its 64-bit API).
     const cublasGemmAlgo_t algo = CUBLAS_GEMM_DEFAULT;
-    MIXP_CUBLAS_CHECK(cublasSetMathMode(L.blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    MIXP_CUBLAS_CHECK(cublasSetMathMode(L.blas, f.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     MIXP_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(
-        L.blas, la.op, lb.op, g.n, g.m, g.k, alpha, g.b, dt, la.ld, g.batch > 1 ? g.b_batch : 0, g.a,
-        dt, lb.ld, g.batch > 1 ? g.a_batch : 0, beta, g.c, dt, lc.ld, g.batch > 1 ? g.c_batch : 0,
-        g.batch, compute, algo));
+        L.blas, f.la.op, f.lb.op, g.n, g.m, g.k, alpha, g.b, f.dt, f.la.ld, g.batch > 1 ? g.b_batch : 0,
+        g.a, f.dt, f.lb.ld, g.batch > 1 ? g.a_batch : 0, beta, g.c, f.dt, f.lc.ld,
+        g.batch > 1 ? g.c_batch : 0, g.batch, f.compute, algo));
   }
   // A bias the epilogue did not add (no plan, or an unaligned bias).
-  if (g.bias && !(p.op && bias)) beta_bias(*this, g, true, 1.0);
+  if (g.bias && !(p.op && f.fused_bias)) beta_bias(*this, g, true, 1.0);
 }
 
 }  // namespace mixp::cuda

@@ -1,6 +1,6 @@
 // The plugin's one exported symbol (see src/backend/plugin.hpp): checks the
-// ABI version, the driver, the GPU count and the ordinal, each with its own
-// message, then builds the CudaBackend.
+// ABI version, reports its op table, checks the driver, the GPU count and the
+// ordinal, each with its own message, then builds the CudaBackend.
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -28,14 +28,17 @@ std::string cuda_err(cudaError_t e) {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) int mixp_backend_plugin_v1(
-    uint32_t abi_version, int device, mixp::Backend **out, char *msg, size_t msglen) {
+extern "C" __attribute__((visibility("default"))) int mixp_backend_plugin_v2(
+    uint32_t abi_version, mixp::OpTableIdentity *op_table, int device, mixp::Backend **out,
+    char *msg, size_t msglen) {
   using mixp::kBackendAbiVersion;
   if (abi_version != kBackendAbiVersion)
     return report(msg, msglen, MIXP_ERR_DEVICE,
                   "plugin ABI v" + std::to_string(kBackendAbiVersion) + ", libmixp expects v" +
                       std::to_string(abi_version) +
                       ": libmixp_cuda.so and libmixp.so come from different builds");
+  if (!op_table) return report(msg, msglen, MIXP_ERR_INVALID_ARGUMENT, "op_table is NULL");
+  *op_table = mixp::kOpTableIdentity;
   if (!out) return report(msg, msglen, MIXP_ERR_INVALID_ARGUMENT, "out is NULL");
   // The runtime is linked statically and loads the driver (libcuda.so.1) on
   // first use; look for it first so "no driver" is told apart from "no GPU".

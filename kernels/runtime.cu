@@ -150,24 +150,24 @@ void *CudaBackend::allocate(size_t nbytes) {
 
 // The pool counts every stream-ordered allocation (tensors and the kernels'
 // scratch alike); the cuBLASLt workspace is the one allocation outside it.
-Backend::DeviceMemory CudaBackend::device_memory() const noexcept {
-  DeviceMemory m;
+bool CudaBackend::device_memory(DeviceMemory *out) const noexcept {
   uint64_t v[4] = {};
   const cudaMemPoolAttr attrs[4] = {cudaMemPoolAttrUsedMemCurrent, cudaMemPoolAttrUsedMemHigh,
                                     cudaMemPoolAttrReservedMemCurrent, cudaMemPoolAttrReservedMemHigh};
   for (int i = 0; i < 4; ++i)
     if (cudaMemPoolGetAttribute(libs_->pool, attrs[i], &v[i]) != cudaSuccess) {
       (void)cudaGetLastError();
-      return m;
+      return false;
     }
   const uint64_t ws = libs_->workspace_bytes;
-  m.known = true;
+  DeviceMemory m;
   m.used = v[0] + ws;
   // A high-water mark just reset may read 0 until the next allocation.
   m.used_peak = std::max(v[1], v[0]) + ws;
   m.reserved = v[2] + ws;
   m.reserved_peak = std::max(v[3], v[2]) + ws;
-  return m;
+  *out = m;
+  return true;
 }
 
 void CudaBackend::reset_device_memory_peak() noexcept {

@@ -40,7 +40,7 @@ add_test(NAME libmixp_needs_no_cuda
 if(MIXP_HAVE_CUDA_PLUGIN)
   # The plugin exports its one versioned entry point and nothing else.
   add_test(NAME cuda_plugin_exports_one_symbol
-    COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:mixp_cuda> "-DPATTERN=mixp_backend_plugin_v1$"
+    COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:mixp_cuda> "-DPATTERN=mixp_backend_plugin_v2$"
             -P ${CMAKE_CURRENT_SOURCE_DIR}/abi/check_exports.cmake)
 endif()
 

@@ -140,9 +140,9 @@ endif()
 # than compared against.
 if(TARGET mixp-bench)
   add_test(NAME mixp_bench_cpu_smoke
-    COMMAND sh -c "\"$0\" --steps 1 --python /bin/false > bench.txt 2>&1 || exit 1; for w in 'gemm 1024' 'mlp 784-256-128-10' 'cnn (1x28x28' 'resnet18 (3x32x32)' 'gpt (4 layers'; do grep -qF \"$w\" bench.txt || { echo \"missing $w\"; cat bench.txt; exit 1; }; done; grep -q 'PyTorch reference not run: /bin/false has no torch >= 2.0' bench.txt || exit 1; test \"$(grep -c '^mixp O2 f16' bench.txt)\" -eq 4"
+    COMMAND sh -c "\"$0\" --steps 1 --python /bin/false > bench.txt 2>&1 || exit 1; for w in 'gemm 1024' 'mlp 784-256-128-10' 'cnn (1x28x28' 'resnet18 (3x32x32)' 'gpt (4 layers, 128 wide, T=64)' 'gpt (4 layers, 128 wide, T=256)'; do grep -qF \"$w\" bench.txt || { echo \"missing $w\"; cat bench.txt; exit 1; }; done; grep -q 'PyTorch reference not run: /bin/false has no torch >= 2.0' bench.txt || exit 1; test \"$(grep -c '^mixp O2 f16' bench.txt)\" -eq 5"
             $<TARGET_FILE:mixp-bench>)
-  set_tests_properties(mixp_bench_cpu_smoke PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR} TIMEOUT 300
+  set_tests_properties(mixp_bench_cpu_smoke PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR} TIMEOUT 600
                        FAIL_REGULAR_EXPRESSION "failed:")
   # The --device cuda workloads' code on the CPU at tiny sizes (--device cpu
   # --quick): every kernel row and every whole-model row (GPT-2, ResNet-50,

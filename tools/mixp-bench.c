@@ -7,7 +7,7 @@
  *
  * Workloads (CPU):
  *   gemm      1024^3 matrix product, f32, bf16 and f16, GFLOP/s
- *   mlp, cnn, resnet18, gpt
+ *   mlp, cnn, resnet18, gpt, gpt256 (gpt at T = 256)
  *             training steps of zoo models (AdamW, cross-entropy) under
  *             O0 (fp32), O1 bf16 (autocast), O2 bf16 (decorate + fp32 master
  *             weights), O2 f16 (+ dynamic loss scaling); samples/s, beside
@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "mixp/mixp.h"
 #include "mixp-bench.h"
@@ -100,6 +99,10 @@ static const workload k_workloads[] = {
      5},
     {"gpt", "gpt n_layer=4 n_head=4 n_embd=128 vocab=65 block_size=64", "gpt (4 layers, 128 wide, T=64)",
      {64}, 1, 65, 16, 40, 5},
+    /* The same model at T = 256, where attention's L x S terms dominate
+     * (the fused attention kernel's case: docs/performance.md). */
+    {"gpt256", "gpt n_layer=4 n_head=4 n_embd=128 vocab=65 block_size=256", "gpt (4 layers, 128 wide, T=256)",
+     {256}, 1, 65, 16, 20, 3},
 };
 #define NUM_WORKLOADS ((int)(sizeof k_workloads / sizeof k_workloads[0]))
 
@@ -134,44 +137,6 @@ static double bench_model(const workload *w, int threads, int batch, int steps, 
 }
 
 /* ---- the PyTorch side ------------------------------------------------------ */
-
-/* Whether `python` imports a torch whose major version is at least min_major
- * (Debian's python3-torch is 1.13, whose fp32 path is OpenBLAS: it would
- * flatter mixp in a timed comparison). */
-static int has_torch(const char *python, int min_major) {
-  char cmd[1200];
-  snprintf(cmd, sizeof cmd,
-           "'%s' -c 'import sys, torch; sys.exit(int(torch.__version__.split(\".\")[0]) < %d)' >/dev/null 2>&1",
-           python, min_major);
-  return system(cmd) == 0;
-}
-
-const char *bench_find_python(const char *given, int min_major, char *buf, size_t size) {
-  if (given && *given) return has_torch(given, min_major) ? given : NULL;
-  const char *env = getenv("MIXP_BENCH_PYTHON");
-  if (env && *env) return has_torch(env, min_major) ? env : NULL;
-  const char *path = getenv("PATH");
-  if (!path) return NULL;
-  /* The first python3 on PATH with such a torch. */
-  while (*path) {
-    const char *end = strchr(path, ':');
-    const size_t len = end ? (size_t)(end - path) : strlen(path);
-    if (len > 0 && len + 9 < size && !memchr(path, '\'', len)) {
-      snprintf(buf, size, "%.*s/python3", (int)len, path);
-      if (access(buf, X_OK) == 0 && has_torch(buf, min_major)) return buf;
-    }
-    path += len + (end ? 1 : 0);
-  }
-  return NULL;
-}
-
-void bench_print_torch(const char *python) {
-  char cmd[1200];
-  snprintf(cmd, sizeof cmd, "'%s' -c 'import torch; print(\"PyTorch\", torch.__version__, \"from\", torch.__file__)'",
-           python);
-  fflush(stdout);
-  if (system(cmd) != 0) printf("(could not print the PyTorch version)\n");
-}
 
 typedef struct torch_result {
   double fp32, bf16; /* samples/s; 0 when not measured */
@@ -232,7 +197,7 @@ static void run_workload(const workload *w, int threads, int batch, int steps, c
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: mixp-bench [--workload mlp|cnn|resnet18|gpt|gemm]... [--threads N] [--steps N] [--batch N]\n"
+          "usage: mixp-bench [--workload mlp|cnn|resnet18|gpt|gpt256|gemm]... [--threads N] [--steps N] [--batch N]\n"
           "                  [--python PATH | --no-torch] [--torch-script PATH]\n"
           "                  [--only o0|o1-bf16|o2-bf16|o2-f16] [--model-config \"K=V ...\"] [--device cpu]\n"
           "       mixp-bench --device cuda[:N] ... (GPU workloads; --device cuda --help)\n"
@@ -279,7 +244,7 @@ int main(int argc, char **argv) {
       } else if (!strcmp(v, "gemm")) {
         want_gemm = 1;
       } else {
-        fprintf(stderr, "mixp-bench: --workload takes mlp, cnn, resnet18, gpt or gemm, not '%s'\n", v);
+        fprintf(stderr, "mixp-bench: --workload takes mlp, cnn, resnet18, gpt, gpt256 or gemm, not '%s'\n", v);
         return 2;
       }
       any = 1;

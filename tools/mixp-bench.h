@@ -1,7 +1,10 @@
 /* What the parts of mixp-bench share: mixp-bench.c (the CPU workloads and
  * the command line), mixp-bench-gpu.c (the --device cuda workloads and their
- * table), mixp-bench-models.c (the --device cuda whole-model workloads) and
- * mixp-bench-train.c (a zoo model's training step, timed by both). */
+ * table), mixp-bench-models.c (the --device cuda whole-model workloads),
+ * mixp-bench-train.c (a zoo model's training step, timed by both) and
+ * mixp-bench-torch.c (the PyTorch references' interpreter, used by both).
+ * Calls go one way: mixp-bench.c -> mixp-bench-gpu.c -> mixp-bench-models.c,
+ * and each of them down to mixp-bench-train.c and mixp-bench-torch.c. */
 #ifndef MIXP_BENCH_H
 #define MIXP_BENCH_H
 
@@ -28,6 +31,8 @@ static inline double bench_now(void) {
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
+
+/* ---- the PyTorch references' interpreter (mixp-bench-torch.c) ------------- */
 
 /* The interpreter that runs the PyTorch references: `given` (--python) if
  * set, else $MIXP_BENCH_PYTHON, else the first python3 on PATH whose torch's

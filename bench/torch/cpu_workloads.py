@@ -46,6 +46,7 @@ WORKLOADS = {
     "cnn": (cnn, (1, 28, 28), 0),
     "resnet18": (lambda: ResNet(depth=18, classes=10), (3, 32, 32), 0),
     "gpt": (Gpt, (64,), 65),
+    "gpt256": (lambda: Gpt(block=256), (256,), 65),
 }
 
 

@@ -147,6 +147,16 @@ func TestMoreOps(t *testing.T) {
 	}
 	want("hardswish", ok(x.Hardswish())(t), 0, -1.0/3, 0, 5.0/3, 4, 0.5*3.5/6)
 	want("hardsigmoid", ok(x.Hardsigmoid())(t), 0, 2.0/6, 0.5, 5.0/6, 1, 3.5/6)
+	// gelu_tanh in float32 (a few roundings of the tanh formula): relative 1e-5.
+	gt := ok(x.GeluTanh())(t)
+	for i, v := range ok(gt.Float32s())(t) {
+		in := []float64{-4, -1, 0, 2, 4, 0.5}[i]
+		w := 0.5 * in * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(in+0.044715*in*in*in)))
+		if math.Abs(float64(v)-w) > 1e-5*math.Abs(w)+1e-7 {
+			t.Fatalf("gelu_tanh(%v): got %v, want %v", in, v, w)
+		}
+	}
+	gt.Close()
 	want("rsub", ok(x.RsubScalar(1))(t), 5, 2, 1, -1, -3, 0.5)
 	want("rdiv", ok(x.RdivScalar(2))(t), -0.5, -2, float32(math.Inf(1)), 1, 0.5, 4)
 	xt := ok(x.Permute(1, 0))(t)

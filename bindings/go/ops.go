@@ -87,6 +87,9 @@ func (t *Tensor) Gelu() (*Tensor, error) {
 	return t.unary(func(x uintptr, out *uintptr) raw.Status { return raw.Mixp_gelu(x, raw.MIXP_GELU_ERF, out) })
 }
 
+// GeluTanh is GELU's tanh approximation (PyTorch's approximate='tanh', GPT-2's).
+func (t *Tensor) GeluTanh() (*Tensor, error) { return t.unary(raw.Mixp_gelu_tanh) }
+
 // Contiguous is t laid out row-major (t itself, retained, when it already is).
 func (t *Tensor) Contiguous() (*Tensor, error) { return t.unary(raw.Mixp_contiguous) }
 

@@ -104,7 +104,7 @@ extern "C" {
 /** Major version: bumped on any ABI-breaking change (it is the SONAME). */
 #define MIXP_VERSION_MAJOR 0
 /** Minor version: bumped when functions or struct fields are added. */
-#define MIXP_VERSION_MINOR 7
+#define MIXP_VERSION_MINOR 8
 /** Patch version: bumped for fixes that change no interface. */
 #define MIXP_VERSION_PATCH 0
 /** The version as one comparable number: major*10000 + minor*100 + patch. */
@@ -1572,6 +1572,15 @@ typedef MIXP_ENUM(mixp_gelu_approx) {
  *  @return MIXP_OK or an error status (see @ref activations). */
 MIXP_API mixp_status mixp_gelu(const mixp_tensor *x, mixp_gelu_approx approx,
                                mixp_tensor **out);
+/** (gelu_tanh) GELU's tanh approximation, x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+ *  PyTorch's gelu(x, approximate='tanh') (GPT-2's activation); its gradient
+ *  is the exact derivative of that formula. mixp_gelu(x, MIXP_GELU_TANH, out)
+ *  is this op too (op name "gelu_tanh" in profiles, op statistics and
+ *  autocast policies).
+ *  @param x Input tensor.
+ *  @param[out] out Receives the result (owned: release it).
+ *  @return MIXP_OK or an error status (see @ref activations). */
+MIXP_API mixp_status mixp_gelu_tanh(const mixp_tensor *x, mixp_tensor **out);
 /** (sigmoid) 1 / (1 + e^-x).
  *  @param x Input tensor.
  *  @param[out] out Receives the result (owned: release it).
@@ -1807,6 +1816,16 @@ MIXP_API mixp_status mixp_embedding(const mixp_tensor *weight, const mixp_tensor
  *  [..., L, E], k [..., S, E], v [..., S, Ev]. @p is_causal masks positions
  *  j > i; @p dropout_p applies dropout to the attention weights (Philox
  *  stream of the session); @p scale <= 0 means 1/sqrt(E).
+ *  Where the device runs the case (the CPU: f32, f64, f16 and bf16, E =
+ *  Ev <= 256, at most 4 dims with equal batch dims, a unit stride along
+ *  E), one fused kernel computes it without the [..., L, S] weights: q, k
+ *  and v are read in place (views of one projection included), fp32 (f64:
+ *  fp64) accumulation, and backward keeps one log-sum-exp per query row
+ *  instead of the weights. Otherwise it is composed of matmul, softmax and
+ *  dropout; both drop the same elements for the same seed on the CPU. The
+ *  environment variable MIXP_ATTENTION=fused|composed|auto (read at every
+ *  call) forces a path: fused fails with MIXP_ERR_UNSUPPORTED where the
+ *  device declines the case. The op statistics' report counts which ran.
  *  @param q Queries [..., L, E].
  *  @param k Keys [..., S, E].
  *  @param v Values [..., S, Ev].
@@ -2296,11 +2315,13 @@ MIXP_API int64_t mixp_module_num_parameter_elements(const mixp_module *module);
  *   hardsigmoid, hardswish, BN eps 0.001 momentum 0.01, classifier
  *   Linear-Hardswish-Dropout-Linear). Names "mobilenet_v3_large" and
  *   "mobilenet_v3_small" preset the size.
- * - `gpt n_layer=2 n_head=2 n_embd=64 vocab=65 block_size=64 dropout=0.0`: a
- *   decoder-only transformer (learned position embedding, pre-LN blocks of
- *   causal MultiheadAttention and a GELU MLP of 4*n_embd, final LayerNorm,
- *   output projection tied to the token embedding); input I64 [B, T] with
- *   T <= block_size, output logits [B, T, vocab].
+ * - `gpt n_layer=2 n_head=2 n_embd=64 vocab=65 block_size=64 dropout=0.0
+ *   gelu=erf|tanh`: a decoder-only transformer (learned position embedding,
+ *   pre-LN blocks of causal MultiheadAttention and a GELU MLP of 4*n_embd,
+ *   final LayerNorm, output projection tied to the token embedding); input
+ *   I64 [B, T] with T <= block_size, output logits [B, T, vocab]. `gelu`:
+ *   the MLP's GELU formula (mixp_gelu_approx; default erf); GPT-2's is tanh,
+ *   which mixp_model_load_hf_gpt2() requires.
  *
  * mixp_module_forward() runs the model; mixp_module_set_training() switches
  * dropout and batch norm between training and evaluation.
@@ -3305,7 +3326,9 @@ MIXP_API int mixp_dist_env_local_rank(void);
  * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL @p session / @p out or
  *         bad options; MIXP_ERR_STATE when @p session already has a
  *         communicator or MPI was finalised; MIXP_ERR_UNSUPPORTED when MPI
- *         (or mixp's MPI plugin) is not available, saying what is missing;
+ *         (or mixp's MPI plugin) is not available, saying what is missing,
+ *         or when the session's device is neither the CPU nor one with
+ *         device collectives (naming the device);
  *         MIXP_ERR_DEVICE when NCCL cannot be loaded or started.
  */
 MIXP_API mixp_status mixp_dist_create(mixp_session *session, const mixp_dist_options *options,
@@ -3640,6 +3663,70 @@ MIXP_API mixp_status mixp_state_read_metadata(const char *path, const char *key,
  */
 MIXP_API mixp_status mixp_module_load_safetensors(mixp_module *module, mixp_optimizer *optimizer,
                                                   const char *path, int strict);
+
+/**
+ * Imports Hugging Face GPT-2 weights into a zoo gpt (docs/model-zoo.md,
+ * "GPT-2 weights"): the safetensors file transformers writes for
+ * GPT2LMHeadModel or GPT2Model (names with or without `transformer.`;
+ * Conv1D weights [in, out], transposed into mixp's [out, in]; `c_attn`
+ * kept packed as the in-projection; `lm_head.weight` absent or equal to
+ * `wte.weight`; older files' `attn.bias` causal masks checked, their
+ * `attn.masked_bias` ignored). Values are F32, F16 or BF16 in the file and
+ * are rounded once to each parameter's dtype. The import checks everything
+ * first and writes nothing unless all of it fits: the `config.json` beside
+ * the file when there is one (model_type gpt2, activation gelu_new,
+ * LayerNorm epsilon 1e-5, tied embeddings, and n_layer, n_head, n_embd,
+ * vocab_size, n_positions equal to the model's), the GPT-2 size the
+ * shapes give (n_layer, n_embd, vocab, n_positions), then every name,
+ * shape and dtype. n_head shapes no tensor: without a config.json it is
+ * not checked.
+ * @param model A model from mixp_model_create("gpt ... gelu=tanh"); its
+ *              parameters are overwritten in place.
+ * @param optimizer NULL, or the optimizer holding fp32 masters of the
+ *                  model's decorated (O2) parameters: the masters take the
+ *                  file's values and the parameters their rounding.
+ * @param path A `.safetensors` file, or a directory holding
+ *             `model.safetensors` (what save_pretrained writes);
+ *             NUL-terminated, borrowed during the call.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or stale handles, an
+ *         empty path, a model that is not a gpt or has gelu=erf;
+ *         a config.json of another architecture; MIXP_ERR_DEVICE when the
+ *         optimizer belongs to another session; MIXP_ERR_IO;
+ *         MIXP_ERR_CORRUPT for a malformed file or config.json;
+ *         MIXP_ERR_SHAPE for a GPT-2 of another size, a missing, unexpected
+ *         or wrongly shaped tensor, an untied `lm_head.weight` or a mask
+ *         that is not causal; MIXP_ERR_DTYPE for a tensor not F32, F16 or
+ *         BF16. The message names the tensors. A failed call changes
+ *         nothing. Not thread-safe for the model (one thread at a time).
+ */
+MIXP_API mixp_status mixp_model_load_hf_gpt2(mixp_module *model, mixp_optimizer *optimizer,
+                                             const char *path);
+
+/**
+ * Exports a zoo gpt (gelu=tanh) in the Hugging Face GPT-2 layout, so that
+ * `transformers.GPT2LMHeadModel.from_pretrained(dir)` reads it: writes
+ * `dir/model.safetensors` (names `transformer.*`, Conv1D weights
+ * transposed to [in, out], `lm_head` left tied as transformers saves it,
+ * metadata `format=pt`) and `dir/config.json` (model_type gpt2, the
+ * model's sizes, activation_function gelu_new, layer_norm_epsilon 1e-5,
+ * tied embeddings), each replaced atomically. `dir` is created when it
+ * does not exist (not its parents).
+ * @param model The gpt to export (read only).
+ * @param optimizer NULL, or the optimizer holding fp32 masters of decorated
+ *                  parameters: the masters are written instead of the
+ *                  half-precision parameters.
+ * @param dir Directory path; NUL-terminated, borrowed during the call.
+ * @param dtype The file's dtype: MIXP_F32, MIXP_F16 or MIXP_BF16 (values
+ *              rounded once to it).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL or stale handles, an
+ *         empty dir, an unknown dtype, a model that is not a gpt or has
+ *         gelu=erf; MIXP_ERR_DTYPE for another dtype; MIXP_ERR_DEVICE when
+ *         the optimizer belongs to another session; MIXP_ERR_IO when the
+ *         directory or a file cannot be written (files already there keep
+ *         their old content).
+ */
+MIXP_API mixp_status mixp_model_save_hf_gpt2(mixp_module *model, mixp_optimizer *optimizer,
+                                             const char *dir, mixp_dtype dtype);
 
 /** @} */
 

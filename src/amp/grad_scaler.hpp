@@ -6,17 +6,15 @@
 // Everything a step touches is device memory: the scale and the counters
 // (F32 scale, I32 counters), the per-optimizer overflow flags, and the
 // optimizer's own skip flag, which its kernels read. So scale(), unscale(),
-// step() and update() queue work and never wait for it.
-//
-// Per-optimizer records are weak: a record holds a weak_ptr to the
-// optimizer's identity token (and its own references to the flag tensors),
-// never the optimizer itself, so destroying an optimizer between step() and
-// update() leaves no dangling pointer and its overflow still counts.
+// step() and update() queue work and never wait for it. What the flags do
+// between unscale and update is the found-inf handshake
+// (found_inf_handshake.hpp), which keeps the per-optimizer records.
 #pragma once
 #include <cstdint>
 #include <memory>
-#include <vector>
 
+#include "amp/found_inf_handshake.hpp"
+#include "backend/backend.hpp"
 #include "core/tensor.hpp"
 #include "mixp/mixp.h"
 #include "optim/optimizer.hpp"
@@ -24,16 +22,6 @@
 struct mixp_grad_scaler {
   static constexpr uint32_t kMagic = 0x5343414cu;  // "SCAL"
   uint32_t magic = kMagic;
-
-  enum class Stage { Ready, Unscaled, Stepped };
-  struct Record {
-    std::weak_ptr<const int> id;  // the optimizer's identity token
-    Stage stage = Stage::Ready;
-    mixp::TensorPtr flag;       // the optimizer's skip flag (shared with it)
-    // What this optimizer found: written by unscale(), overwritten by step()
-    // with the optimizer's whole skip flag (which includes clipping's).
-    mixp::TensorPtr found_inf;
-  };
 
   mixp::SessionRef session;
   mixp_grad_scaler_options options{};  // validated; mode resolved (never AUTO)
@@ -43,7 +31,7 @@ struct mixp_grad_scaler {
   mixp::TensorPtr hysteresis_left;     // I32 scalar: overflows still tolerated
   mixp::TensorPtr last_found_inf;      // F32 scalar summed by the last update; null before
   mixp::TensorPtr skipped;             // F64 scalar: updates that found an overflow
-  std::vector<Record> records;         // optimizers seen since the last update
+  mixp::amp::FoundInfHandshake handshake;  // the optimizers seen since the last update
   // options.below_one: warned once already; the low scale scale() refuses
   // to work under (0: none).
   bool low_scale_warned = false;
@@ -58,7 +46,6 @@ struct mixp_grad_scaler {
   void step(mixp::Optimizer &opt, const char *fn);
   void update(const char *fn);
   void update_to(double new_scale, const char *fn);
-  void count_skipped(mixp::Session &s, const mixp::Tensor &found);
 
   double read_scale() const;
   double read_scale_if_watched() const;
@@ -87,12 +74,8 @@ struct mixp_grad_scaler {
   void commit_load_state(LoadedState &&st);
 
  private:
-  Record *find(const mixp::Optimizer &opt) noexcept;
   void require_same_session(const mixp::Optimizer &opt, const char *fn) const;
-  // Sums the records' overflow flags into a new F32 scalar and clears the
-  // skip flag of optimizers unscaled but not stepped (their iteration is
-  // over); the records are dropped.
-  mixp::TensorPtr finish_iteration();
+  mixp::ScaleUpdate scale_update() const;
 };
 
 namespace mixp {
@@ -105,6 +88,23 @@ GradScaler *check_grad_scaler(const mixp_grad_scaler *g, const char *fn,
 
 namespace amp {
 void default_scaler_options(mixp_grad_scaler_options &o) noexcept;
+// Checks every field; `status` and `prefix` distinguish create()
+// (INVALID_ARGUMENT, "options->", MIXP_SCALER_AUTO allowed) from
+// load_state() (CORRUPT, "saved ").
+void check_scaler_options(const mixp_grad_scaler_options &o, bool allow_auto, mixp_status status,
+                          const char *prefix, const char *fn);
+
+// One scalar of the scaler's state between host and device (a read waits).
+template <class T>
+T read_scalar(const Tensor &t) {
+  T v{};
+  t.session->backend->copy_to_host(&v, t.data(), sizeof v);
+  return v;
+}
+template <class T>
+void write_scalar(const Tensor &t, T v) {
+  t.session->backend->copy_from_host(t.data(), &v, sizeof v);
+}
 }  // namespace amp
 
 // Builds a scaler after validating the options (NULL = defaults) and

@@ -12,7 +12,7 @@ mixp_status mixp_tensor_set_requires_grad(mixp_tensor *tensor, int requires_grad
   return guard(fn, [&] {
     Tensor *t = check_tensor(tensor, fn, "tensor");
     if (!t->is_leaf())
-      fail(MIXP_ERR_STATE, fn, ": tensor is not a leaf (it was produced by op '", t->grad_fn->name,
+      fail(MIXP_ERR_STATE, fn, ": tensor is not a leaf (it was produced by op '", t->grad_fn->name(),
            "'); use mixp_tensor_detach() to make a leaf");
     if (requires_grad && !is_float(t->dtype))
       fail(MIXP_ERR_DTYPE, fn, ": only float tensors can require grad, tensor is ", dtype_name(t->dtype));

@@ -2,7 +2,7 @@
 // of the unary and binary ops are generated from the op table
 // (core/ops.def): a row's c_args says the C signature, so a new op needs no
 // code here. The compiler checks each generated definition against its
-// declaration in mixp.h.
+// declaration in mixp.h, and that the declaration is there.
 #include "api/api_common.hpp"
 #include "mixp/mixp.h"
 #include "ops/ops.hpp"
@@ -32,6 +32,14 @@ mixp_status unary_shim(UnaryOp op, const mixp_tensor *x, double s, mixp_tensor *
 }
 
 }  // namespace
+
+// Every generated shim is declared in mixp.h: a row whose C function the
+// header lacks fails here (a definition alone would compile, unexported in
+// spirit and undocumented).
+#define MIXP_BINARY(Enum, name, c_function, category) \
+  static_assert(sizeof(&::c_function) != 0, #c_function " needs its declaration in mixp.h");
+#define MIXP_UNARY(Enum, name, c_function, reads, category, c_args) MIXP_BINARY(Enum, name, c_function, -)
+#include "core/ops.def"
 
 extern "C" {
 

@@ -7,6 +7,7 @@
 #include "api/options_init.hpp"
 #include "autocast/autocast.hpp"
 #include "backend/backend.hpp"
+#include "backend/capabilities.hpp"
 #include "device/device.hpp"
 #include "core/op_table.hpp"
 #include "core/options.hpp"
@@ -196,8 +197,8 @@ mixp_status mixp_memory_stats_get(const mixp_session *session, mixp_memory_stats
     all.peak_bytes = s->mem_peak.load();
     // The device's own figures where its backend keeps them (a cuda pool);
     // elsewhere the tensors are all the session holds that it can count.
-    Backend::DeviceMemory m = s->backend->device_memory();
-    if (!m.known) m = {true, all.current_bytes, all.peak_bytes, all.current_bytes, all.peak_bytes};
+    DeviceMemory m{all.current_bytes, all.peak_bytes, all.current_bytes, all.peak_bytes};
+    if (DeviceMemoryStats *dev = s->backend->memory_stats()) (void)dev->device_memory(&m);
     all.device_bytes = m.used;
     all.device_peak_bytes = m.used_peak;
     all.reserved_bytes = m.reserved;
@@ -210,7 +211,7 @@ mixp_status mixp_memory_stats_reset_peak(mixp_session *session) {
   return guard("mixp_memory_stats_reset_peak", [&] {
     Session *s = check_session(session, "mixp_memory_stats_reset_peak");
     s->mem_peak.store(s->mem_current.load());
-    s->backend->reset_device_memory_peak();
+    if (DeviceMemoryStats *dev = s->backend->memory_stats()) dev->reset_device_memory_peak();
   });
 }
 

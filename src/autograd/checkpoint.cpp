@@ -98,6 +98,7 @@ namespace {
 // region's outputs to the recomputed outputs, so one engine pass runs from
 // all of them at once (the same accumulation as without checkpointing).
 struct SeedNode final : Node {
+  using Node::Node;
   std::vector<TensorPtr> grads;
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &) override { return std::move(grads); }
 };
@@ -132,6 +133,7 @@ class ReplayGuard {
 };
 
 struct CheckpointNode final : Node {
+  using Node::Node;
   std::shared_ptr<CheckpointRegion> region;
 
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &grad_outputs) override {
@@ -178,8 +180,7 @@ struct CheckpointNode final : Node {
       for (size_t k = 0; k < outs.size(); ++k) outs[k] = slots[size_t(r.out_slots[k])];
     }
 
-    auto seed = std::make_shared<SeedNode>();
-    seed->name = "checkpoint";
+    auto seed = std::make_shared<SeedNode>(OpId::checkpoint);
     std::vector<const Tensor *> roots;
     for (size_t k = 0; k < outs.size(); ++k) {
       const bool flows = k < grad_outputs.size() && grad_outputs[k] && outs[k]->requires_grad;
@@ -323,8 +324,7 @@ void checkpoint_end(Session *s, const std::vector<Tensor *> &outputs) {
   r.plan();
   std::vector<const Tensor *> node_inputs;
   for (int i : r.grad_inputs) node_inputs.push_back(r.inputs[size_t(i)].get());
-  auto node = std::make_shared<CheckpointNode>();
-  node->name = "checkpoint";
+  auto node = std::make_shared<CheckpointNode>(OpId::checkpoint);
   node->region = std::move(region);
   record(node, node_inputs, node_outputs);
 }

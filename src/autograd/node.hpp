@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/op_table.hpp"
 #include "core/tensor.hpp"
 
 namespace mixp {
@@ -22,10 +23,14 @@ struct Edge {
 };
 
 struct Node {
+  // `op` is the table row (core/ops.def) of what recorded the node: its name
+  // in error messages, the numerics checker, traces and the profiler, and
+  // the op statistics' row (for a public op).
+  explicit Node(OpId op) noexcept : op_id(op) {}
   virtual ~Node() = default;
 
-  // The op's stable name (for error messages and the numerics checker).
-  const char *name = "?";
+  const OpId op_id;
+  const char *name() const noexcept { return op_name(op_id); }
   int num_outputs = 1;
   std::vector<Edge> next;  // one per differentiable input, in input order
   // Dtype and shape of each input: backward casts/checks grads against them.

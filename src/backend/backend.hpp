@@ -2,10 +2,37 @@
 // Ops (src/ops/) validate shapes and dtypes, record autograd and call these
 // kernels; kernels know nothing of autograd. The CPU backend is always built;
 // the CUDA backend (kernels/, libmixp_cuda.so) implements the same interface.
-// The whole contract is this folder's headers: this file, the formulas
-// (elementwise_formulas.hpp), the optimizer arguments (optimizer_args.hpp),
-// the loss-scale rule (loss_scale_rule.hpp), the plugin entry point
-// (plugin.hpp) -- and the op enums of core/op_table.hpp.
+// The whole contract is this folder's headers: this file, the optional
+// capabilities (capabilities.hpp), the formulas (elementwise_formulas.hpp,
+// host_device_math.hpp, stochastic_round.hpp), the optimizer arguments
+// (optimizer_args.hpp), the loss-scale rule (loss_scale_rule.hpp), the
+// plugin entry point (plugin.hpp) -- and the op enums of core/op_table.hpp.
+//
+// What a device must do and what it may decline. Backend's methods are the
+// required core: memory and copies, casts and elementwise, reductions,
+// GEMM, convolution and pooling, normalisation, embedding, random numbers,
+// loss scaling and the optimizers' fused steps -- everything an op or an
+// optimizer runs on any device, pure virtual (synchronize and host_syncs
+// have the defaults of a device that queues nothing). Everything else is
+// optional, in one of two forms, and every caller handles the decline:
+//  - A capability is a family of methods that only make sense together
+//    (DeviceCollectives, DeviceTimer, DeviceMemoryStats: capabilities.hpp).
+//    Backend hands it out through an accessor (collectives(), timer(),
+//    memory_stats()) whose default returns null: a device has the whole
+//    family or none of it, and a caller cannot reach a method the device
+//    lacks without the null check. The caller then falls back (the host
+//    transport, the host clock, the session's tensor counts) or fails with
+//    MIXP_ERR_UNSUPPORTED naming the public function and the device.
+//  - A declinable kernel (attention_forward/backward) is one Backend method
+//    whose default returns false having written nothing; a device declines
+//    the cases it does not run (or all of them) call by call, and the op
+//    composes the result from the core kernels instead.
+// (ggml's backend interface does the same with optional function pointers
+// and supports_op.) A new optional feature is one of the two: a family with
+// state (CUDA graphs: capture, instantiate, replay) becomes a new
+// capability interface and one accessor returning null; a single
+// kernel with a composed or slower equivalent (an fp8 GEMM) becomes a
+// declinable kernel. Neither touches a backend that lacks it.
 //
 // Conventions for every kernel: a View describes memory on this backend's
 // device; strides are in elements and may be 0 (broadcast). "Contiguous"
@@ -27,25 +54,23 @@ struct mixp_tensor;
 
 namespace mixp {
 
-// The version of this interface (the Backend vtable, every struct it takes,
-// the formulas and the op enums). libmixp.so and a backend plugin
-// (libmixp_cuda.so) must be built from the same headers: the plugin's entry
-// point refuses any other value. Bump it with every change to a header in
-// src/backend/ or to core/ops.def.
+// The version of this interface (the vtables of Backend and the capability
+// interfaces, every struct and enum they take, the constants, the entry
+// point and the formulas). libmixp.so and a backend plugin (libmixp_cuda.so)
+// must be built from the same headers: the plugin's entry point refuses any
+// other value. Bump it once per change to a declaration or formula in a
+// header of src/backend/ (docs/architecture.md, "The backend contract",
+// lists what counts); the op table needs none, the loader compares its
+// identity (core/op_table_identity.hpp).
 // (v3: check_indices, scatter_dim. v4: the op table's enums, ScaleUpdate.rule. v5: batch_norm
 // parameters as stat Views, gw/gb F64. v6: sgd_step/adam_step over a list of parameters,
 // ParamArgs.buf1/buf2/state_dtype/stochastic, stochastic_round.hpp; count_values replaces
 // count_nonfinite. v7: device collectives. v8: pool_index_dtype. v9: all_reduce_overlapped,
 // collectives_join. v10: the optional capabilities timing_mark/timing_elapsed_ms/timing_reset
-// and device_memory/reset_device_memory_peak.)
-inline constexpr uint32_t kBackendAbiVersion = 10;
-
-// The reductions of Backend::all_reduce.
-enum class CollectiveOp { Sum, Max };
-
-// The size of a clique id (NCCL's ncclUniqueId), made by rank 0 and sent to
-// the other ranks over the host transport.
-inline constexpr size_t kCliqueIdBytes = 128;
+// and device_memory/reset_device_memory_peak. v11: the required core and the optional
+// capabilities DeviceCollectives, DeviceTimer and DeviceMemoryStats split; the declinable
+// kernels attention_forward/backward.)
+inline constexpr uint32_t kBackendAbiVersion = 11;
 
 // What Backend::count_values returns.
 struct ValueCounts {
@@ -155,6 +180,39 @@ struct IndexCheck {
   const char *note = "";  // appended to the message (copied if kept)
 };
 
+// ---- fused attention (a declinable kernel, Backend::attention_forward) ----
+// One scaled_dot_product_attention over batch*heads (b, h) pairs:
+//   o = softmax(scale * q k^T + causal mask) (dropped out) v, per (b, h),
+// q [B, H, L, D], k and v [B, H, S, D] and o [B, H, L, D] as 4-D Views of
+// one float dtype with any strides but a unit stride along D (q, k and v
+// may be strided views of one [B, T, 3, H, D] projection, read in place).
+// The causal mask hides key j from query i where j > i (top-left aligned,
+// as the composed path's). lse [B, H, L] (contiguous; F64 for F64 data,
+// else F32) receives each row's log-sum-exp of scale * q k^T (masked), all
+// backward needs besides q, k, v, o and dO: the L x S probabilities are
+// never stored. With dropout_p > 0, element (b, h, i, j) of the
+// probabilities is kept when the uniform of the Philox stream (seed,
+// offset) at index ((b * H + h) * L + i) * S + j is >= dropout_p
+// (philox_uniform, the composed path's dropout_mask over the contiguous
+// [B, H, L, S] probabilities) and scaled by 1 / (1 - dropout_p).
+struct AttentionArgs {
+  View q, k, v, o, lse;
+  double scale = 1.0;
+  bool causal = false;
+  double dropout_p = 0.0;
+  uint64_t seed = 0, offset = 0;
+  // Backward only: the gradient of o (strided as o may be) and the
+  // gradients of q, k and v (overwritten; contiguous [B, H, L|S, D]).
+  View dout, dq, dk, dv;
+};
+
+// The optional capabilities (backend/capabilities.hpp).
+class DeviceCollectives;
+class DeviceTimer;
+class DeviceMemoryStats;
+
+// The required core, the capability accessors and the declinable kernels
+// (see the top of this file).
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -366,67 +424,28 @@ class Backend {
   virtual void embedding_backward(const View &gy, const View &indices, int64_t padding_idx,
                                   const View &gw) = 0;
 
-  // --- collectives (data parallelism; src/dist/) -----------------------------
-  // A device backend joins a clique of ranks (NCCL on CUDA) and runs the
-  // collectives on its own memory and queue. A backend whose memory the host
-  // reads (the CPU) has none: has_collectives() is false, the communicator
-  // moves its memory through the host transport, and the other methods fail
-  // with MIXP_ERR_UNSUPPORTED.
-  virtual bool has_collectives() const noexcept = 0;
-  // Makes a new clique's id (rank 0 does, then sends it to the others).
-  virtual void clique_id(unsigned char id[kCliqueIdBytes]) = 0;
-  // Joins the clique `id` as `rank` of `world` (every rank calls it; blocks
-  // until all have). One clique per backend at a time. Returns a one-line
-  // description (library and version), or fails with MIXP_ERR_DEVICE naming
-  // what is missing (the library, a device).
-  virtual const char *clique_join(const unsigned char id[kCliqueIdBytes], int world, int rank) = 0;
-  // Leaves the clique (no-op without one).
-  virtual void clique_leave() noexcept = 0;
-  // In place over contiguous `buf` (F32, F64, I32, I64 or U8), on every rank
-  // of the clique; the result is identical on every rank.
-  virtual void all_reduce(const View &buf, CollectiveOp op) = 0;
-  // all_reduce on a second queue, after the work queued so far: the work
-  // queued next runs beside it (data parallelism overlaps the gradient
-  // buckets with the rest of backward). buf must stay alive and untouched
-  // until collectives_join(). Overlapped collectives run in call order.
-  virtual void all_reduce_overlapped(const View &buf, CollectiveOp op) = 0;
-  // Orders the work queued from now on after every overlapped collective
-  // (without waiting on the host); a no-op when none is pending.
-  virtual void collectives_join() = 0;
-  // Rank root's contiguous buf (any dtype) into everyone's.
-  virtual void broadcast(const View &buf, int root) = 0;
-  // out (contiguous, world * in.numel() elements of in's dtype, any dtype) =
-  // every rank's contiguous `in`, rank 0 first.
-  virtual void all_gather(const View &in, const View &out) = 0;
+  // --- optional capabilities: null when the device lacks them -----------------
+  // Each pointer, when not null, lives as long as this backend; the
+  // interfaces are in backend/capabilities.hpp.
+  virtual DeviceCollectives *collectives() noexcept { return nullptr; }
+  virtual DeviceTimer *timer() noexcept { return nullptr; }
+  virtual DeviceMemoryStats *memory_stats() noexcept { return nullptr; }
 
-  // --- optional capabilities: a device may decline them (the defaults do) ----
-  // Device time for the profiler (ops/profile.cpp). A backend whose work runs
-  // after the call returns (queued on a stream) puts a timing mark in its
-  // queue and returns the mark's handle (> 0). 0 declines: the work ran
-  // during the call, so the profiler's host clock times it.
-  virtual uint64_t timing_mark() { return 0; }
-  // Milliseconds of device time between marks `from` and `to` (handed out
-  // since the last timing_reset, `from` queued first), waiting for the
-  // device to pass `to`.
-  virtual double timing_elapsed_ms(uint64_t from, uint64_t to) {
-    (void)from;
-    (void)to;
-    return 0.0;
+  // --- declinable kernels: false (the default) declines ----------------------
+  // Fused attention (AttentionArgs): returns false, having written nothing,
+  // for a case the device does not run fused (a dtype, a head size D, the
+  // strides); the op then composes attention from the other kernels. A
+  // backend that accepts a forward accepts the backward of the same case
+  // (dout, dq, dk, dv set; o and lse as the forward wrote them), which
+  // recomputes the probabilities from lse.
+  virtual bool attention_forward(const AttentionArgs &a) {
+    (void)a;
+    return false;
   }
-  // Every mark handed out so far may be reused; their handles are dead.
-  virtual void timing_reset() noexcept {}
-
-  // What the device holds for this backend beyond the tensors the session
-  // counts itself: bytes in use (tensors and every kernel's scratch) and
-  // bytes reserved (in use or cached by its memory pool), now and at their
-  // high-water marks since the last reset_device_memory_peak(). known =
-  // false declines (the CPU: its scratch comes from the C++ heap).
-  struct DeviceMemory {
-    bool known = false;
-    uint64_t used = 0, used_peak = 0, reserved = 0, reserved_peak = 0;
-  };
-  virtual DeviceMemory device_memory() const noexcept { return {}; }
-  virtual void reset_device_memory_peak() noexcept {}
+  virtual bool attention_backward(const AttentionArgs &a) {
+    (void)a;
+    return false;
+  }
 };
 
 // A View of a tensor's current geometry.

@@ -11,6 +11,7 @@
 // and their derivatives take PyTorch's one-sided choices at the kinks.
 #pragma once
 #include "backend/host_device_math.hpp"
+#include "core/error.hpp"
 #include "core/op_table.hpp"
 
 namespace mixp {
@@ -173,6 +174,28 @@ MIXP_BINARY_FORMULA(Mul, a * b)
 MIXP_BINARY_FORMULA(Div, a / b)
 #undef MIXP_BINARY_FORMULA
 
+// An op number outside this build's table: a bug (the loader refuses a
+// plugin built from another table), so an error -- never another op's result.
+[[noreturn]] MIXP_HOST_DEVICE inline void unknown_elementwise_op(const char *kind, int op, int count) {
+#ifdef __CUDA_ARCH__
+  (void)kind, (void)op, (void)count;
+  __trap();
+  __builtin_unreachable();
+#else
+  fail(MIXP_ERR_INTERNAL, "elementwise dispatch: ", kind, " op ", op, " is not in core/ops.def (",
+       count, " ", kind, " ops)");
+#endif
+}
+
+// For a device backend's host side, before a launch (in a kernel the check
+// above can only trap, which poisons the context).
+inline void require_known(UnaryOp op) {
+  if (unsigned(op) >= unsigned(kUnaryOpCount)) unknown_elementwise_op("unary", int(op), kUnaryOpCount);
+}
+inline void require_known(BinaryOp op) {
+  if (unsigned(op) >= unsigned(kBinaryOpCount)) unknown_elementwise_op("binary", int(op), kBinaryOpCount);
+}
+
 // Runs f(UnaryFormula<op>{}) for a runtime op: the one switch both
 // backends dispatch through, generated from the table.
 template <class F>
@@ -183,7 +206,7 @@ MIXP_HOST_DEVICE inline auto with_unary_formula(UnaryOp op, F &&f) {
 #define MIXP_UNARY_VARIANT(Enum, name, reads) MIXP_UNARY(Enum, name, -, reads, -, -)
 #include "core/ops.def"
   }
-  return f(UnaryFormula<UnaryOp::Neg>{});  // unreachable: every enumerator has a case
+  unknown_elementwise_op("unary", int(op), kUnaryOpCount);
 }
 
 template <class F>
@@ -193,7 +216,7 @@ MIXP_HOST_DEVICE inline auto with_binary_formula(BinaryOp op, F &&f) {
   case BinaryOp::Enum: return f(BinaryFormula<BinaryOp::Enum>{});
 #include "core/ops.def"
   }
-  return f(BinaryFormula<BinaryOp::Add>{});  // unreachable
+  unknown_elementwise_op("binary", int(op), kBinaryOpCount);
 }
 
 }  // namespace mixp

@@ -9,8 +9,13 @@ void count_op_call(Session *s, OpId op, bool backward, DType dt) noexcept {
   if (i < s->op_stats.size()) ++s->op_stats[i];
 }
 
+void count_attention_path(Session *s, bool fused) noexcept {
+  if (s->op_stats_on && s->backward_depth == 0) ++s->attention_paths[fused ? 0 : 1];
+}
+
 void op_stats_start(Session *s) {
   s->op_stats.assign(size_t(kOpIdCount) * 2 * kDTypeSlots, 0);
+  s->attention_paths[0] = s->attention_paths[1] = 0;
   s->op_stats_on = true;
 }
 
@@ -44,6 +49,11 @@ std::string op_stats_table(const Session &s) {
       ++ops;
       calls += total;
     }
+  if (s.attention_paths[0] + s.attention_paths[1] > 0) {
+    std::snprintf(line, sizeof line, "scaled_dot_product_attention paths: %llu fused, %llu composed\n",
+                  (unsigned long long)s.attention_paths[0], (unsigned long long)s.attention_paths[1]);
+    out += line;
+  }
   std::snprintf(line, sizeof line, "%llu ops, %llu calls\n", (unsigned long long)ops, (unsigned long long)calls);
   out += line;
   return out;

@@ -21,6 +21,10 @@ inline size_t op_stats_index(OpId op, bool backward, DType dt) noexcept {
 // Counts one call (the caller has checked s->op_stats_on).
 void count_op_call(Session *s, OpId op, bool backward, DType dt) noexcept;
 
+// Counts one scaled_dot_product_attention call by the path it took, when
+// op statistics are on (the table's last line before the totals).
+void count_attention_path(Session *s, bool fused) noexcept;
+
 // Clears the counts (sized for every op) and starts counting.
 void op_stats_start(Session *s);
 

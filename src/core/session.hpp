@@ -83,6 +83,9 @@ struct mixp_session {
   bool op_stats_on = false;
   std::vector<uint64_t> op_stats;
   std::string op_stats_report;
+  // scaled_dot_product_attention calls by path while op statistics are on:
+  // [0] fused, [1] composed (ops/attention.cpp).
+  uint64_t attention_paths[2] = {0, 0};
   int backward_depth = 0;  // > 0 while mixp_backward runs
   uint64_t numerics_warnings = 0;
   bool allow_tf32 = false;

@@ -107,17 +107,14 @@ class CpuBackend final : public Backend {
   void embedding_backward(const View &gy, const View &indices, int64_t padding_idx,
                           const View &gw) override;
 
+  // The optional capabilities are declined (Backend's defaults): no device
+  // collectives (the communicator moves CPU memory through its host
+  // transport), no device clock (the work runs during each call), no memory
+  // figures beyond the session's tensor counts (scratch is C++ heap).
 
-  // No device collectives: the host transport moves CPU memory (src/dist/).
-  bool has_collectives() const noexcept override { return false; }
-  void clique_id(unsigned char id[kCliqueIdBytes]) override;
-  const char *clique_join(const unsigned char id[kCliqueIdBytes], int world, int rank) override;
-  void clique_leave() noexcept override {}
-  void all_reduce(const View &buf, CollectiveOp op) override;
-  void all_reduce_overlapped(const View &buf, CollectiveOp op) override;
-  void collectives_join() override {}  // nothing is ever pending
-  void broadcast(const View &buf, int root) override;
-  void all_gather(const View &in, const View &out) override;
+  // Fused attention (cpu/flash_attention.cpp, cpu/flash_attention_backward.cpp).
+  bool attention_forward(const AttentionArgs &a) override;
+  bool attention_backward(const AttentionArgs &a) override;
 
  private:
   struct Dnnl;  // oneDNN engine, stream and primitive cache (cpu/gemm.cpp)

@@ -35,6 +35,13 @@ struct CpuBackend::Dnnl {
   bool bf16_unavailable = false;  // learnt once: this CPU has no bf16 matmul
   cpu::ScratchBuffer widened[4];  // fp32 copies of a widened product's a, b, c and bias
   cpu::HalfGemmScratch half;      // packed panels of half_gemm
+
+  // The matmul primitive of this F32/BF16 geometry, created and cached on
+  // first use; null when it is BF16 and the CPU has no bf16 matmul (then
+  // bf16_unavailable is set). Throws dnnl::error.
+  Entry *matmul_for(const GemmArgs &g);
+  // Runs `e` on g's operands and waits for it. Throws dnnl::error.
+  void run(Entry &e, const GemmArgs &g);
 };
 
 CpuBackend::CpuBackend() : dnnl_(std::make_unique<Dnnl>()), blocks_(std::make_unique<cpu::BlockCache>()) {}
@@ -198,28 +205,83 @@ void CpuBackend::gemm_half(const GemmArgs &g) {
     gemm_widened<bf16>(g);
 }
 
+namespace {
+
+// k == 0, an empty sum: C = beta * C (+ bias).
+void gemm_empty_sum(Backend &be, const GemmArgs &g) {
+  View c;
+  c.data = g.c;
+  c.dtype = g.dtype;
+  c.ndim = 3;
+  c.shape[0] = g.batch; c.shape[1] = g.m; c.shape[2] = g.n;
+  c.strides[0] = g.c_batch; c.strides[1] = g.c_rs; c.strides[2] = 1;
+  if (g.beta != 0.0f && (g.beta != 1.0f || g.bias))
+    fail(MIXP_ERR_INTERNAL, "gemm: k == 0 supports beta 0 (with or without bias) or 1 (without)");
+  if (g.beta == 0.0f && !g.bias) be.fill(c, 0.0);
+  if (g.bias) {
+    View b;
+    b.data = const_cast<void *>(g.bias);
+    b.dtype = g.dtype;
+    b.ndim = 3;
+    b.shape[0] = g.batch; b.shape[1] = g.m; b.shape[2] = g.n;
+    b.strides[0] = 0; b.strides[1] = 0; b.strides[2] = 1;
+    be.copy(b, c);
+  }
+}
+
+}  // namespace
+
+CpuBackend::Dnnl::Entry *CpuBackend::Dnnl::matmul_for(const GemmArgs &g) {
+  const dt t = g.dtype == MIXP_F32 ? dt::f32 : dt::bf16;
+  const int64_t ab = g.a_batch ? g.batch : 1, bb = g.b_batch ? g.batch : 1;
+  Key key = {int64_t(g.dtype), g.batch, g.m, g.n, g.k, g.a_batch, g.a_rs, g.a_cs,
+             g.b_batch, g.b_rs, g.b_cs, g.c_batch, g.c_rs, 0, 0, 0};
+  std::memcpy(&key[13], &g.alpha, sizeof(float));
+  std::memcpy(&key[14], &g.beta, sizeof(float));
+  key[15] = g.bias ? 1 : 0;
+  auto it = cache.find(key);
+  if (it != cache.end()) return &it->second;
+  dnnl::memory::desc a_md({ab, g.m, g.k}, t, {g.a_batch ? g.a_batch : g.m * g.k, g.a_rs, g.a_cs});
+  dnnl::memory::desc b_md({bb, g.k, g.n}, t, {g.b_batch ? g.b_batch : g.k * g.n, g.b_rs, g.b_cs});
+  dnnl::memory::desc c_md({g.batch, g.m, g.n}, t, {g.c_batch ? g.c_batch : g.m * g.n, g.c_rs, 1});
+  dnnl::primitive_attr attr;
+  if (g.alpha != 1.0f) attr.set_output_scales(0, {g.alpha});
+  if (g.beta != 0.0f) {
+    dnnl::post_ops po;
+    po.append_sum(g.beta);
+    attr.set_post_ops(po);
+  }
+  dnnl::memory::desc bias_md({1, 1, g.n}, t, {g.n, g.n, 1});
+  dnnl::matmul::desc d = g.bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md)
+                                : dnnl::matmul::desc(a_md, b_md, c_md);
+  dnnl::matmul::primitive_desc pd;
+  try {
+    pd = dnnl::matmul::primitive_desc(d, attr, engine);
+  } catch (const dnnl::error &) {
+    // No bf16 matmul on this CPU (no AVX512-BF16/AMX, or under an
+    // emulator that hides them): same math in fp32, rounded once.
+    if (g.dtype != MIXP_BF16) throw;
+    bf16_unavailable = true;
+    return nullptr;
+  }
+  if (cache.size() > 512) cache.clear();
+  return &cache.emplace(key, Entry{dnnl::matmul(pd), a_md, b_md, c_md, bias_md}).first->second;
+}
+
+void CpuBackend::Dnnl::run(Entry &e, const GemmArgs &g) {
+  dnnl::memory a_mem(e.a, engine, const_cast<void *>(g.a));
+  dnnl::memory b_mem(e.b, engine, const_cast<void *>(g.b));
+  dnnl::memory c_mem(e.c, engine, g.c);
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
+  if (g.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(e.bias, engine, const_cast<void *>(g.bias)));
+  e.prim.execute(stream, args);
+  stream.wait();
+}
+
 void CpuBackend::gemm(const GemmArgs &g) {
   if (g.batch == 0 || g.m == 0 || g.n == 0) return;
   if (g.k == 0) {
-    // An empty sum: C = beta * C.
-    View c;
-    c.data = g.c;
-    c.dtype = g.dtype;
-    c.ndim = 3;
-    c.shape[0] = g.batch; c.shape[1] = g.m; c.shape[2] = g.n;
-    c.strides[0] = g.c_batch; c.strides[1] = g.c_rs; c.strides[2] = 1;
-    if (g.beta != 0.0f && (g.beta != 1.0f || g.bias))
-      fail(MIXP_ERR_INTERNAL, "gemm: k == 0 supports beta 0 (with or without bias) or 1 (without)");
-    if (g.beta == 0.0f && !g.bias) fill(c, 0.0);
-    if (g.bias) {
-      View b;
-      b.data = const_cast<void *>(g.bias);
-      b.dtype = g.dtype;
-      b.ndim = 3;
-      b.shape[0] = g.batch; b.shape[1] = g.m; b.shape[2] = g.n;
-      b.strides[0] = 0; b.strides[1] = 0; b.strides[2] = 1;
-      copy(b, c);
-    }
+    gemm_empty_sum(*this, g);
     return;
   }
   if (g.dtype == MIXP_F64) {
@@ -237,51 +299,13 @@ void CpuBackend::gemm(const GemmArgs &g) {
     gemm_half(g);
     return;
   }
-  const dt t = g.dtype == MIXP_F32 ? dt::f32 : dt::bf16;
-  const int64_t ab = g.a_batch ? g.batch : 1, bb = g.b_batch ? g.batch : 1;
-  Dnnl::Key key = {int64_t(g.dtype), g.batch, g.m, g.n, g.k, g.a_batch, g.a_rs, g.a_cs,
-                   g.b_batch, g.b_rs, g.b_cs, g.c_batch, g.c_rs, 0, 0, 0};
-  std::memcpy(&key[13], &g.alpha, sizeof(float));
-  std::memcpy(&key[14], &g.beta, sizeof(float));
-  key[15] = g.bias ? 1 : 0;
-  auto it = dnnl_->cache.find(key);
   try {
-    if (it == dnnl_->cache.end()) {
-      dnnl::memory::desc a_md({ab, g.m, g.k}, t, {g.a_batch ? g.a_batch : g.m * g.k, g.a_rs, g.a_cs});
-      dnnl::memory::desc b_md({bb, g.k, g.n}, t, {g.b_batch ? g.b_batch : g.k * g.n, g.b_rs, g.b_cs});
-      dnnl::memory::desc c_md({g.batch, g.m, g.n}, t, {g.c_batch ? g.c_batch : g.m * g.n, g.c_rs, 1});
-      dnnl::primitive_attr attr;
-      if (g.alpha != 1.0f) attr.set_output_scales(0, {g.alpha});
-      if (g.beta != 0.0f) {
-        dnnl::post_ops po;
-        po.append_sum(g.beta);
-        attr.set_post_ops(po);
-      }
-      dnnl::memory::desc bias_md({1, 1, g.n}, t, {g.n, g.n, 1});
-      dnnl::matmul::desc d = g.bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md)
-                                    : dnnl::matmul::desc(a_md, b_md, c_md);
-      dnnl::matmul::primitive_desc pd;
-      try {
-        pd = dnnl::matmul::primitive_desc(d, attr, dnnl_->engine);
-      } catch (const dnnl::error &) {
-        // No bf16 matmul on this CPU (no AVX512-BF16/AMX, or under an
-        // emulator that hides them): same math in fp32, rounded once.
-        if (g.dtype != MIXP_BF16) throw;
-        dnnl_->bf16_unavailable = true;
-        gemm_half(g);
-        return;
-      }
-      if (dnnl_->cache.size() > 512) dnnl_->cache.clear();
-      it = dnnl_->cache.emplace(key, Dnnl::Entry{dnnl::matmul(pd), a_md, b_md, c_md, bias_md}).first;
+    Dnnl::Entry *e = dnnl_->matmul_for(g);
+    if (!e) {
+      gemm_half(g);
+      return;
     }
-    Dnnl::Entry &e = it->second;
-    dnnl::memory a_mem(e.a, dnnl_->engine, const_cast<void *>(g.a));
-    dnnl::memory b_mem(e.b, dnnl_->engine, const_cast<void *>(g.b));
-    dnnl::memory c_mem(e.c, dnnl_->engine, g.c);
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
-    if (g.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(e.bias, dnnl_->engine, const_cast<void *>(g.bias)));
-    e.prim.execute(dnnl_->stream, args);
-    dnnl_->stream.wait();
+    dnnl_->run(*e, g);
   } catch (const dnnl::error &e) {
     cpu::fail_dnnl(e, "gemm", str(dtype_name(g.dtype), " m=", g.m, " n=", g.n, " k=", g.k, " batch=", g.batch));
   }

@@ -106,69 +106,69 @@ void ln_param_grads(const GroupNormGeom &g, const T *x, const T *gy, const stat_
   }
 }
 
-template <class T>
-void gn_backward(const GroupNormGeom &g, const View &xv, const View &gyv, const View &mv,
-                 const View &rv, const View *wv, const View *gxv, const View *gwv,
-                 const View *gbv) {
+// gx, one (sample, group) row per task.
+template <class T, class S>
+void gn_input_grad(const GroupNormGeom &g, const T *x, const T *gy, const S *mean, const S *rstd,
+                   const View *wv, const View &gxv) {
   using A = acc_t<T>;
-  using S = stat_t<T>;
-  const T *x = static_cast<const T *>(xv.data);
-  const T *gy = static_cast<const T *>(gyv.data);
-  const S *mean = stat_ptr<S>(mv), *rstd = stat_ptr<S>(rv);
   const int64_t cpg = g.c / g.groups, len = cpg * g.s, rows = g.n * g.groups, inner = g.s;
-  if (gxv) {
-    T *gx = static_cast<T *>(gxv->data);
-    const std::vector<A> wa = widened_param<T>(wv, g.c, A(1));
+  T *gx = static_cast<T *>(gxv.data);
+  const std::vector<A> wa = widened_param<T>(wv, g.c, A(1));
 #pragma omp parallel for schedule(static) if (rows * len > kChunk && rows > 1)
-    for (int64_t r = 0; r < rows; ++r) {
-      cpu::run_kernel([&]() MIXP_KERNEL_BODY {
-        const A *w = wa.data() + (r % g.groups) * cpg;
-        const T *__restrict xr = x + r * len, *__restrict gr = gy + r * len;
-        T *__restrict gxr = gx + r * len;
-        const double mu = double(mean[r]), is = double(rstd[r]);
-        // With dxhat = gy * w: gx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
-        // Two copies of each loop: layer_norm's (one channel per element)
-        // must not divide per element to find the channel.
-        double s12[2];
-        if (inner == 1) {
-          cpu::lane_sums<2>(len, [&](int64_t i, double *v) {
-            const double d = double(load<T>(gr[i])) * double(w[i]);
+  for (int64_t r = 0; r < rows; ++r) {
+    cpu::run_kernel([&]() MIXP_KERNEL_BODY {
+      const A *w = wa.data() + (r % g.groups) * cpg;
+      const T *__restrict xr = x + r * len, *__restrict gr = gy + r * len;
+      T *__restrict gxr = gx + r * len;
+      const double mu = double(mean[r]), is = double(rstd[r]);
+      // With dxhat = gy * w: gx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
+      // Two copies of each loop: layer_norm's (one channel per element)
+      // must not divide per element to find the channel.
+      double s12[2];
+      if (inner == 1) {
+        cpu::lane_sums<2>(len, [&](int64_t i, double *v) {
+          const double d = double(load<T>(gr[i])) * double(w[i]);
+          v[0] = d;
+          v[1] = d * (double(load<T>(xr[i])) - mu) * is;
+        }, s12);
+      } else {
+        s12[0] = s12[1] = 0.0;
+        for (int64_t cc = 0; cc < cpg; ++cc) {
+          const double wc = double(w[cc]);
+          const T *xc = xr + cc * inner, *gc = gr + cc * inner;
+          double part[2];
+          cpu::lane_sums<2>(inner, [&](int64_t i, double *v) {
+            const double d = double(load<T>(gc[i])) * wc;
             v[0] = d;
-            v[1] = d * (double(load<T>(xr[i])) - mu) * is;
-          }, s12);
-        } else {
-          s12[0] = s12[1] = 0.0;
-          for (int64_t cc = 0; cc < cpg; ++cc) {
-            const double wc = double(w[cc]);
-            const T *xc = xr + cc * inner, *gc = gr + cc * inner;
-            double part[2];
-            cpu::lane_sums<2>(inner, [&](int64_t i, double *v) {
-              const double d = double(load<T>(gc[i])) * wc;
-              v[0] = d;
-              v[1] = d * (double(load<T>(xc[i])) - mu) * is;
-            }, part);
-            s12[0] += part[0];
-            s12[1] += part[1];
-          }
+            v[1] = d * (double(load<T>(xc[i])) - mu) * is;
+          }, part);
+          s12[0] += part[0];
+          s12[1] += part[1];
         }
-        const A m1 = A(s12[0] / double(len)), m2 = A(s12[1] / double(len)), amu = A(mu), ais = A(is);
-        if (inner == 1) {
-          for (int64_t i = 0; i < len; ++i) {
-            const A xhat = (load<T>(xr[i]) - amu) * ais;
-            gxr[i] = store<T>(ais * (load<T>(gr[i]) * w[i] - m1 - xhat * m2));
-          }
-          return;
+      }
+      const A m1 = A(s12[0] / double(len)), m2 = A(s12[1] / double(len)), amu = A(mu), ais = A(is);
+      if (inner == 1) {
+        for (int64_t i = 0; i < len; ++i) {
+          const A xhat = (load<T>(xr[i]) - amu) * ais;
+          gxr[i] = store<T>(ais * (load<T>(gr[i]) * w[i] - m1 - xhat * m2));
         }
-        for (int64_t cc = 0; cc < cpg; ++cc)
-          for (int64_t i = cc * inner; i < (cc + 1) * inner; ++i) {
-            const A xhat = (load<T>(xr[i]) - amu) * ais;
-            gxr[i] = store<T>(ais * (load<T>(gr[i]) * w[cc] - m1 - xhat * m2));
-          }
-      });
-    }
+        return;
+      }
+      for (int64_t cc = 0; cc < cpg; ++cc)
+        for (int64_t i = cc * inner; i < (cc + 1) * inner; ++i) {
+          const A xhat = (load<T>(xr[i]) - amu) * ais;
+          gxr[i] = store<T>(ais * (load<T>(gr[i]) * w[cc] - m1 - xhat * m2));
+        }
+    });
   }
-  if (!gwv && !gbv) return;
-  // sums[2ch] = sum gy * xhat, sums[2ch+1] = sum gy, over samples and positions.
+}
+
+// gw and gb (either may be null): sums[2ch] = sum gy * xhat, sums[2ch+1] =
+// sum gy, over samples and positions, accumulated in double.
+template <class T, class S>
+void gn_param_grads(const GroupNormGeom &g, const T *x, const T *gy, const S *mean, const S *rstd,
+                    const View *gwv, const View *gbv) {
+  const int64_t cpg = g.c / g.groups, inner = g.s;
   std::vector<double> sums(size_t(2 * g.c), 0.0);
   if (g.groups == 1 && inner == 1) {
     std::vector<double> sgx(size_t(g.c)), sg(size_t(g.c));
@@ -195,6 +195,18 @@ void gn_backward(const GroupNormGeom &g, const View &xv, const View &gyv, const 
     if (gwv) static_cast<T *>(gwv->data)[ch] = store_double<T>(sums[size_t(2 * ch)]);
     if (gbv) static_cast<T *>(gbv->data)[ch] = store_double<T>(sums[size_t(2 * ch + 1)]);
   }
+}
+
+template <class T>
+void gn_backward(const GroupNormGeom &g, const View &xv, const View &gyv, const View &mv,
+                 const View &rv, const View *wv, const View *gxv, const View *gwv,
+                 const View *gbv) {
+  using S = stat_t<T>;
+  const T *x = static_cast<const T *>(xv.data);
+  const T *gy = static_cast<const T *>(gyv.data);
+  const S *mean = stat_ptr<S>(mv), *rstd = stat_ptr<S>(rv);
+  if (gxv) gn_input_grad<T>(g, x, gy, mean, rstd, wv, *gxv);
+  if (gwv || gbv) gn_param_grads<T>(g, x, gy, mean, rstd, gwv, gbv);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -86,6 +87,23 @@ void *load_plugin_entry(const PluginSpec &spec) {
        tried.empty() ? std::string("nothing (libmixp.so's directory is unknown)") : tried);
 }
 
+std::string op_table_mismatch(const char *plugin_file, const OpTableIdentity &plugin,
+                              const OpTableIdentity &host) {
+  auto hex = [](uint64_t h) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+    return std::string(buf);
+  };
+  std::string what = plugin.op_count != host.op_count || plugin.map_count != host.map_count
+                         ? "a different number of ops"
+                         : "the same number of ops under other names or in another order";
+  return str(plugin_file, " was built with ", plugin.op_count, " ops and ", plugin.map_count,
+             " elementwise maps (op table hash ", hex(plugin.name_hash), "), libmixp.so with ",
+             host.op_count, " and ", host.map_count, " (hash ", hex(host.name_hash), "): ", what,
+             ", so op numbers would mean other ops; the two come from different builds of "
+             "src/core/ops.def: rebuild the plugin");
+}
+
 std::unique_ptr<Backend> create_cuda_backend(int index, std::string *description) {
   static const PluginSpec spec{
       "libmixp_cuda.so", "MIXP_BACKEND_PATH", MIXP_BACKEND_PLUGIN_SYMBOL, "CUDA backend",
@@ -95,15 +113,18 @@ std::unique_ptr<Backend> create_cuda_backend(int index, std::string *description
   auto entry = reinterpret_cast<mixp_backend_plugin_fn>(load_plugin_entry(spec));
   char msg[1024] = {0};
   Backend *b = nullptr;
-  int st = entry(kBackendAbiVersion, index, &b, msg, sizeof msg);
+  OpTableIdentity plugin_table{0, 0, 0};  // stays 0 when the ABI check refused
+  int st = entry(kBackendAbiVersion, &plugin_table, index, &b, msg, sizeof msg);
+  std::unique_ptr<Backend> created(st == MIXP_OK ? b : nullptr);
+  if (plugin_table.op_count != 0 && !(plugin_table == kOpTableIdentity))
+    fail(MIXP_ERR_DEVICE, op_table_mismatch(spec.file, plugin_table, kOpTableIdentity));
   if (st != MIXP_OK || !b) {
     msg[sizeof msg - 1] = 0;
     fail(st == MIXP_ERR_OUT_OF_MEMORY ? MIXP_ERR_OUT_OF_MEMORY : MIXP_ERR_DEVICE,
          msg[0] ? msg : "the CUDA backend plugin failed without a reason");
   }
-  std::unique_ptr<Backend> owned(b);
   if (description) *description = msg;
-  return owned;
+  return created;
 }
 
 }  // namespace mixp

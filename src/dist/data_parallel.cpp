@@ -97,9 +97,9 @@ GradSync::GradSync(Dist &d, const mixp_optimizer &opt, int64_t local_samples, co
 GradSync::~GradSync() {
   // The buckets go back to the session's memory: first make sure no
   // collective still reads them.
-  if (overlapped_ && d_.session && d_.session->backend) {
+  if (overlapped_ && d_.clique && d_.session && d_.session->backend) {
     try {
-      d_.session->backend->collectives_join();
+      d_.clique->collectives_join();
     } catch (...) {
     }
   }
@@ -167,7 +167,7 @@ void GradSync::finish(mixp_optimizer &opt, const char *fn) {
     for (size_t k = n; k-- > 0;)
       if (!grads_[k]) pack(k, missing[k] ? missing[k] : opt.slots[k].param->grad, fn);
     launch_ready();
-    be.collectives_join();
+    if (d_.clique) d_.clique->collectives_join();
     overlapped_ = false;
     for (Bucket &b : buckets_)
       for (size_t j = 0; j < b.params.size(); ++j) {

@@ -21,7 +21,7 @@ mixp_dist::~mixp_dist() {
   magic = 0;
   if (session && session->leaf_grad_observer == sync.get()) session->leaf_grad_observer = nullptr;
   sync.reset();  // before the clique goes: its buckets may still be reduced
-  if (clique && session && session->backend) session->backend->clique_leave();
+  if (clique && session && session->backend) clique->clique_leave();
   if (session && session->dist == this) session->dist = nullptr;
   if (session) session->dist_rank = -1;
 }
@@ -151,18 +151,25 @@ Dist *check_dist(const mixp_dist *d, const char *fn, const char *arg) {
 std::unique_ptr<Dist> create(Session *s, const mixp_dist_options &o, const char *fn) {
   if (s->dist)
     fail(MIXP_ERR_STATE, fn, ": the session already has a communicator (destroy it first)");
+  Backend &be = *s->backend;
+  DeviceCollectives *coll = be.collectives();
+  // The host transport reads and writes tensors in host memory: only the
+  // CPU's may go that way without device collectives (checked before MPI
+  // starts, so that the refusal changes nothing).
+  if (!coll && s->device != "cpu")
+    fail(MIXP_ERR_UNSUPPORTED, fn, ": ", s->device, " tensors need device collectives, which the ",
+         be.name(), " backend does not have (only cpu tensors go through the host transport)");
   auto d = std::make_unique<Dist>();
   d->session = SessionRef::share(s);
   d->bucket_bytes = o.bucket_bytes;
   d->host = o.transport == MIXP_DIST_SINGLE ? single_process_transport() : mpi_transport();
   d->description = d->host->describe();
-  Backend &be = *s->backend;
-  if (be.has_collectives()) {
+  if (coll) {
     unsigned char id[kCliqueIdBytes] = {0};
-    if (d->rank() == 0) be.clique_id(id);
+    if (d->rank() == 0) coll->clique_id(id);
     d->host->broadcast(id, sizeof id, 0);
-    const char *what = be.clique_join(id, d->world(), d->rank());
-    d->clique = true;
+    const char *what = coll->clique_join(id, d->world(), d->rank());
+    d->clique = coll;
     d->description += str("; ", be.name(), " tensors through ", what);
   }
   s->dist = d.get();
@@ -183,8 +190,8 @@ void reduce_buffer(Dist &d, Tensor &buf, CollectiveOp op, int64_t n, const doubl
     v.ndim = 1;
     v.shape[0] = n;
     v.strides[0] = 1;
-    if (overlap) s->backend->all_reduce_overlapped(v, op);
-    else s->backend->all_reduce(v, op);
+    if (overlap) d.clique->all_reduce_overlapped(v, op);
+    else d.clique->all_reduce(v, op);
   } else {
     apply_threads(s);
     host_all_reduce(d, buf.data(), buf.dtype, n, buf.numel(), op, weights);
@@ -244,7 +251,7 @@ void broadcast(Dist &d, Tensor &t, int root) {
   Backend &be = *s->backend;
   const View packed = packed_view(*buf, 0, t);
   be.copy(view_of(t), packed);
-  if (d.clique) be.broadcast(flat_range(*buf, 0, n), root);
+  if (d.clique) d.clique->broadcast(flat_range(*buf, 0, n), root);
   else d.host->broadcast(buf->data(), size_t(n) * buf->elem_size(), root);
   be.copy(packed, view_of(t));
 }
@@ -260,7 +267,7 @@ TensorPtr all_gather(Dist &d, const Tensor &t) {
   for (int i = 0; i < t.ndim; ++i) shape[i + 1] = t.shape[i];
   TensorPtr out = empty(s, t.dtype, shape);
   if (in->numel() > 0) {
-    if (d.clique) s->backend->all_gather(view_of(*in), view_of(*out));
+    if (d.clique) d.clique->all_gather(view_of(*in), view_of(*out));
     else d.host->all_gather(in->data(), out->data(), size_t(in->numel()) * in->elem_size());
   }
   return out;

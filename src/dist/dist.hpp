@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/capabilities.hpp"
 #include "core/tensor.hpp"
 #include "dist/transport.hpp"
 #include "mixp/mixp.h"
@@ -22,7 +23,9 @@ struct mixp_dist {
   uint32_t magic = kMagic;
   mixp::SessionRef session;
   std::unique_ptr<mixp::dist::HostTransport> host;
-  bool clique = false;  // the session's backend joined a clique (device collectives)
+  // The session backend's collectives once it joined their clique; null:
+  // tensors go through the host transport (a backend without collectives).
+  mixp::DeviceCollectives *clique = nullptr;
   int64_t bucket_bytes = 0;
   std::string description;
   // Host all-reduce buffers (send, receive, own chunk), reused across calls.
@@ -66,8 +69,8 @@ View flat_range(const Tensor &flat, int64_t start, int64_t n);
 // multiplied by its weight inside the sum; null for 1. A buffer with room
 // for a multiple of the world size (the tail zeroed) avoids a host copy.
 // overlap: on a device clique, on the backend's second queue
-// (Backend::all_reduce_overlapped; collectives_join before reading buf); the
-// host transport reduces at once either way.
+// (DeviceCollectives::all_reduce_overlapped; collectives_join before reading
+// buf); the host transport reduces at once either way.
 void reduce_buffer(Dist &d, Tensor &buf, CollectiveOp op, int64_t n, const double *weights,
                    bool overlap = false);
 

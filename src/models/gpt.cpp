@@ -4,7 +4,8 @@
 // LayerNorm and an output projection tied to the token embedding. GPT-2's
 // init: N(0, 0.02) weights, zero biases, and the residual projections scaled
 // by 1/sqrt(2 * n_layer). With checkpoint=1 each block is a checkpoint
-// region of its own.
+// region of its own. gelu=tanh selects GPT-2's own GELU (the tanh
+// approximation), which Hugging Face GPT-2 weights need (state/hf_gpt2.hpp).
 #include <cmath>
 
 #include "core/error.hpp"
@@ -20,7 +21,7 @@ constexpr double kStd = 0.02;
 class Block final : public Module {
  public:
   Block(Session *s, int64_t e, int64_t heads, double p, int64_t n_layer, mixp_dtype dtype,
-        bool checkpoint)
+        bool checkpoint, bool tanh)
       : Module(s, "Block"), checkpoint_(checkpoint) {
     register_module("ln_1", layernorm(s, e, dtype));
     auto attn = attention(s, e, heads, p, dtype);
@@ -30,8 +31,9 @@ class Block final : public Module {
     register_module("ln_2", layernorm(s, e, dtype));
     auto mlp = std::make_unique<nn::Sequential>(s);
     mlp->append("c_fc", linear(s, e, 4 * e, true, dtype));
-    mlp->append("gelu", std::make_unique<nn::Functional>(s, "GELU", [](const TensorPtr &x, bool) {
-                  return nn::call(mixp_gelu, x.get(), MIXP_GELU_ERF);
+    mlp->append("gelu", std::make_unique<nn::Functional>(s, "GELU", [tanh](const TensorPtr &x, bool) {
+                  return tanh ? nn::call(mixp_gelu_tanh, x.get())
+                              : nn::call(mixp_gelu, x.get(), MIXP_GELU_ERF);
                 }));
     mlp->append("c_proj", linear(s, 4 * e, e, true, dtype));
     mlp->append("dropout", nn::dropout(s, p));
@@ -58,11 +60,12 @@ class Block final : public Module {
 
 class Gpt final : public Module {
  public:
-  Gpt(Session *s, int64_t n_layer, int64_t heads, int64_t e, int64_t vocab, int64_t block,
-      double p, mixp_dtype dtype, bool checkpoint)
-      : Module(s, "GPT"), block_(block) {
-    auto wte = embedding(s, vocab, e, dtype);
-    auto wpe = embedding(s, block, e, dtype);
+  Gpt(Session *s, const GptConfig &c, mixp_dtype dtype, bool checkpoint)
+      : Module(s, "GPT"), config_(c) {
+    const int64_t e = c.n_embd, n_layer = c.n_layer;
+    const double p = c.dropout;
+    auto wte = embedding(s, c.vocab, e, dtype);
+    auto wpe = embedding(s, c.block_size, e, dtype);
     init_normal(*wte, "weight", kStd);
     init_normal(*wpe, "weight", kStd);
     wte_ = register_module("wte", std::move(wte));
@@ -70,7 +73,7 @@ class Gpt final : public Module {
     register_module("drop", nn::dropout(s, p));
     auto h = std::make_unique<nn::Sequential>(s);
     for (int64_t i = 0; i < n_layer; ++i)
-      h->append(std::make_unique<Block>(s, e, heads, p, n_layer, dtype, checkpoint));
+      h->append(std::make_unique<Block>(s, e, c.n_head, p, n_layer, dtype, checkpoint, c.gelu_tanh));
     register_module("h", std::move(h));
     register_module("ln_f", layernorm(s, e, dtype));
   }
@@ -80,9 +83,9 @@ class Gpt final : public Module {
       fail(MIXP_ERR_SHAPE, "mixp_module_forward: gpt expects I64 token indices [B, T], got ",
            mixp_dtype_name(mixp_tensor_dtype(idx.get())), " ", nn::shape_string(idx));
     const int64_t t = nn::dim_of(idx, 1);
-    if (t < 1 || t > block_)
+    if (t < 1 || t > config_.block_size)
       fail(MIXP_ERR_SHAPE, "mixp_module_forward: gpt: sequence length ", t,
-           " must be in [1, block_size=", block_, "]");
+           " must be in [1, block_size=", config_.block_size, "]");
     TensorPtr pos = nn::call(mixp_tensor_arange, mixp_tensor_session(idx.get()), MIXP_I64, 0.0,
                              double(t), 1.0);
     TensorPtr tok = child_slot(0).forward(idx);
@@ -95,12 +98,19 @@ class Gpt final : public Module {
     return nn::call(mixp_linear, x.get(), w.get(), static_cast<const mixp_tensor *>(nullptr));
   }
 
+  const GptConfig &config() const noexcept { return config_; }
+
  private:
-  int64_t block_;
+  GptConfig config_;
   size_t wte_ = 0;
 };
 
 }  // namespace
+
+const GptConfig *gpt_config(const Module &m) {
+  const auto *g = dynamic_cast<const Gpt *>(&m);
+  return g ? &g->config() : nullptr;
+}
 
 std::unique_ptr<Module> make_gpt(Session *s, Config &cfg) {
   const int64_t kMax = int64_t(1) << 24;
@@ -110,13 +120,17 @@ std::unique_ptr<Module> make_gpt(Session *s, Config &cfg) {
   const int64_t vocab = cfg.get_int("vocab", 65, 1, kMax);
   const int64_t block = cfg.get_int("block_size", 64, 1, kMax);
   const double p = cfg.get_double("dropout", 0.0, 0.0, 1.0, true);
+  // GPT-2 was trained with the tanh approximation (HF's "gelu_new"); erf
+  // stays the default so that existing models compute what they did.
+  const bool gelu_tanh = cfg.get_choice("gelu", "erf", {"erf", "tanh"}) == "tanh";
   const mixp_dtype dtype = cfg.get_dtype();
   const bool checkpoint = get_checkpoint(cfg);
   cfg.finish();
   if (n_embd % n_head != 0)
     fail(MIXP_ERR_INVALID_ARGUMENT, "mixp_model_create: gpt: n_embd=", n_embd,
          " must be divisible by n_head=", n_head);
-  return std::make_unique<Gpt>(s, n_layer, n_head, n_embd, vocab, block, p, dtype, checkpoint);
+  const GptConfig c{n_layer, n_head, n_embd, vocab, block, p, gelu_tanh};
+  return std::make_unique<Gpt>(s, c, dtype, checkpoint);
 }
 
 }  // namespace mixp::models

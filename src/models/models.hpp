@@ -17,6 +17,15 @@ std::unique_ptr<Module> make_resnet(Session *s, Config &cfg);
 std::unique_ptr<Module> make_mobilenet_v3(Session *s, Config &cfg);
 std::unique_ptr<Module> make_gpt(Session *s, Config &cfg);
 
+// What a zoo gpt was built with (the keys of its config string).
+struct GptConfig {
+  int64_t n_layer, n_head, n_embd, vocab, block_size;
+  double dropout;
+  bool gelu_tanh;  // gelu=tanh (GPT-2's approximation) rather than erf
+};
+// The configuration of `m` when it is a zoo gpt, else null. Valid while `m` lives.
+const GptConfig *gpt_config(const Module &m);
+
 // Parses `config` and builds the model it names (aliases resnet18/34/50 and
 // mobilenet_v3_small/large preset depth and size).
 std::unique_ptr<Module> make_model(Session *s, const char *config, const char *fn);

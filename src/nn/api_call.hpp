@@ -1,6 +1,6 @@
 // How layers (src/nn/) and the model zoo (src/models/) call operations: only
-// through the public C functions (DESIGN.md: they sit above the ops, like any
-// embedding host). A failed call becomes a mixp::Error that carries the
+// through the public C functions (docs/architecture.md's layer table: they
+// sit above the ops, like any embedding host). A failed call becomes a mixp::Error that carries the
 // callee's status and message unchanged, so the shim that started the
 // forward pass reports exactly what went wrong and where.
 #pragma once

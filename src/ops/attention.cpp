@@ -1,13 +1,20 @@
-// scaled_dot_product_attention, composed of recorded ops (matmul, scale,
-// additive causal mask, softmax, dropout, matmul), so its backward is the
-// chain of theirs and it runs on any backend.
+// scaled_dot_product_attention: fused (one backend kernel each way, the
+// L x S probabilities never stored: ops/attention_fused.cpp) wherever the
+// backend runs the case, else composed of recorded ops (matmul, scale,
+// additive causal mask, softmax, dropout, matmul), whose backward is the
+// chain of theirs and which runs on any backend. MIXP_ATTENTION forces
+// either (attention_fused.hpp); op statistics count which ran.
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "autograd/node.hpp"
 #include "core/error.hpp"
+#include "core/op_stats.hpp"
+#include "ops/attention_fused.hpp"
 #include "ops/ops.hpp"
+#include "ops/profile.hpp"
 
 namespace mixp {
 namespace {
@@ -23,6 +30,8 @@ TensorPtr causal_mask(Session *s, DType dt, int64_t l, int64_t sk) {
 }
 
 Shape batch_of(const Tensor &t) { return Shape(t.shape, t.ndim - 2); }
+
+std::string strides_str(const Tensor &t) { return shape_str(Shape(t.strides, t.ndim)); }
 
 }  // namespace
 
@@ -65,8 +74,25 @@ TensorPtr scaled_dot_product_attention(const TensorPtr &q_in, const TensorPtr &k
     scale = 1.0 / std::sqrt(double(e));
   }
 
+  const AttentionPath path = attention_path(fn);
   const uint64_t rng_before = s->rng_offset;
   try {
+    if (path != AttentionPath::composed) {
+      TensorPtr fused;
+      if (fused_attention_shapes(*q, *k, *v))
+        fused = fused_attention(q, k, v, is_causal, dropout_p, scale);
+      if (fused) {
+        if (scope.outermost()) count_attention_path(s, true);
+        return scope.finish(fused);
+      }
+      if (path == AttentionPath::fused)
+        fail(MIXP_ERR_UNSUPPORTED, fn, ": MIXP_ATTENTION=fused, but the ", s->backend->name(),
+             " backend does not run this case fused (it declines a dtype, a head size E or",
+             " strides): ", dtype_name(q->dtype), " q ", shape_str(*q), " (strides ",
+             strides_str(*q), "), k ", shape_str(*k), ", v ", shape_str(*v));
+    }
+    if (scope.outermost()) count_attention_path(s, false);
+    ProfileScope profiled(s, "scaled_dot_product_attention (composed)");
     // A multi-head layer's q, k and v are [B, H, T, D] views of one [B, T,
     // 3E] projection, which no GEMM addresses: copied once here, each is
     // also what the products save for backward, where it would otherwise be

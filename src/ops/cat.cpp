@@ -13,6 +13,7 @@ namespace mixp {
 namespace {
 
 struct CatNode : Node {
+  using Node::Node;
   int dim = 0;
   std::vector<int64_t> starts;  // one more than inputs: input i spans [starts[i], starts[i+1])
 
@@ -69,8 +70,7 @@ TensorPtr cat(const std::vector<TensorPtr> &xs_in, int dim) {
   std::vector<const Tensor *> inputs;
   for (const TensorPtr &x : xs) inputs.push_back(x.get());
   if (should_record(s, inputs)) {
-    auto node = std::make_shared<CatNode>();
-    node->name = "cat";
+    auto node = std::make_shared<CatNode>(OpId::cat);
     node->dim = d;
     node->starts = starts;
     record(node, inputs, {y.get()});

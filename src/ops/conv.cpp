@@ -13,6 +13,7 @@ namespace mixp {
 namespace {
 
 struct Conv2dNode : Node {
+  using Node::Node;
   TensorPtr x, w;  // detached, contiguous
   Conv2dGeom g;
 
@@ -43,6 +44,72 @@ void require_positive(const char *fn, const char *field, int64_t v) {
   if (v < 1) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->", field, " must be at least 1, got ", v);
 }
 
+void check_options(const char *fn, const mixp_conv2d_options &o) {
+  if (o.layout != MIXP_NCHW && o.layout != MIXP_NHWC)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->layout must be MIXP_NCHW (0) or MIXP_NHWC (1), got ",
+         int(o.layout));
+  require_positive(fn, "stride_h", o.stride_h);
+  require_positive(fn, "stride_w", o.stride_w);
+  require_positive(fn, "dilation_h", o.dilation_h);
+  require_positive(fn, "dilation_w", o.dilation_w);
+  require_positive(fn, "groups", o.groups);
+  if (o.pad_h < 0 || o.pad_w < 0)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->pad_h and pad_w must be >= 0, got ", o.pad_h, " and ",
+         o.pad_w);
+}
+
+// The product's geometry, after checking the shapes against each other.
+Conv2dGeom conv_geometry(const char *fn, const Tensor &x, const Tensor &w, const Tensor *bias,
+                         const mixp_conv2d_options &o) {
+  check_options(fn, o);
+  const bool nhwc = o.layout == MIXP_NHWC;
+  const char *lname = nhwc ? "[N, H, W, C_in] (NHWC)" : "[N, C_in, H, W] (NCHW)";
+  if (x.ndim != 4) fail(MIXP_ERR_SHAPE, fn, ": x must be 4-D ", lname, ", got ", shape_str(x));
+  if (w.ndim != 4)
+    fail(MIXP_ERR_SHAPE, fn, ": weight must be 4-D [C_out, C_in/groups, kH, kW], got ", shape_str(w));
+
+  Conv2dGeom g;
+  g.nhwc = nhwc;
+  g.n = x.shape[0];
+  g.c_in = x.shape[nhwc ? 3 : 1];
+  g.h = x.shape[nhwc ? 1 : 2];
+  g.w = x.shape[nhwc ? 2 : 3];
+  g.c_out = w.shape[0];
+  g.kh = w.shape[2];
+  g.kw = w.shape[3];
+  g.stride_h = o.stride_h;
+  g.stride_w = o.stride_w;
+  g.pad_h = o.pad_h;
+  g.pad_w = o.pad_w;
+  g.dil_h = o.dilation_h;
+  g.dil_w = o.dilation_w;
+  g.groups = o.groups;
+  if (g.c_in < 1 || g.c_out < 1 || g.kh < 1 || g.kw < 1)
+    fail(MIXP_ERR_SHAPE, fn, ": channels and kernel sizes must be positive: x is ", shape_str(x),
+         ", weight is ", shape_str(w));
+  if (g.c_in % g.groups != 0)
+    fail(MIXP_ERR_SHAPE, fn, ": x has ", g.c_in, " channels, which is not divisible by groups = ", g.groups,
+         ": x is ", shape_str(x));
+  if (g.c_out % g.groups != 0)
+    fail(MIXP_ERR_SHAPE, fn, ": weight has ", g.c_out, " output channels, which is not divisible by groups = ",
+         g.groups, ": weight is ", shape_str(w));
+  if (w.shape[1] != g.c_in / g.groups)
+    fail(MIXP_ERR_SHAPE, fn, ": weight expects ", w.shape[1], " input channels per group but x has ", g.c_in,
+         " channels in ", g.groups, " group(s) (", g.c_in / g.groups, " each): x is ", shape_str(x),
+         ", weight is ", shape_str(w));
+  if (bias && (bias->ndim != 1 || bias->shape[0] != g.c_out))
+    fail(MIXP_ERR_SHAPE, fn, ": bias must be [", g.c_out, "] (C_out of weight ", shape_str(w), "), got ",
+         shape_str(*bias));
+  g.oh = window_positions(g.h, g.pad_h, g.kh, g.dil_h, g.stride_h, fn, "H");
+  g.ow = window_positions(g.w, g.pad_w, g.kw, g.dil_w, g.stride_w, fn, "W");
+  // Any dilation of a one-tap kernel gives the same result (as any stride
+  // of a single position does: window_positions lowers it): a huge one,
+  // valid, becomes the 1 the backends handle.
+  if (g.kh == 1) g.dil_h = 1;
+  if (g.kw == 1) g.dil_w = 1;
+  return g;
+}
+
 }  // namespace
 
 TensorPtr conv2d(const TensorPtr &x_in, const TensorPtr &w_in, const TensorPtr &bias_in,
@@ -57,62 +124,8 @@ TensorPtr conv2d(const TensorPtr &x_in, const TensorPtr &w_in, const TensorPtr &
   require_float(fn, "weight", *w);
   require_same_dtype(fn, "x", *x, "weight", *w);
   if (bias) require_same_dtype(fn, "x", *x, "bias", *bias);
-  if (o.layout != MIXP_NCHW && o.layout != MIXP_NHWC)
-    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->layout must be MIXP_NCHW (0) or MIXP_NHWC (1), got ",
-         int(o.layout));
-  require_positive(fn, "stride_h", o.stride_h);
-  require_positive(fn, "stride_w", o.stride_w);
-  require_positive(fn, "dilation_h", o.dilation_h);
-  require_positive(fn, "dilation_w", o.dilation_w);
-  require_positive(fn, "groups", o.groups);
-  if (o.pad_h < 0 || o.pad_w < 0)
-    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": options->pad_h and pad_w must be >= 0, got ", o.pad_h, " and ",
-         o.pad_w);
-  const bool nhwc = o.layout == MIXP_NHWC;
-  const char *lname = nhwc ? "[N, H, W, C_in] (NHWC)" : "[N, C_in, H, W] (NCHW)";
-  if (x->ndim != 4) fail(MIXP_ERR_SHAPE, fn, ": x must be 4-D ", lname, ", got ", shape_str(*x));
-  if (w->ndim != 4)
-    fail(MIXP_ERR_SHAPE, fn, ": weight must be 4-D [C_out, C_in/groups, kH, kW], got ", shape_str(*w));
-
-  Conv2dGeom g;
-  g.nhwc = nhwc;
-  g.n = x->shape[0];
-  g.c_in = x->shape[nhwc ? 3 : 1];
-  g.h = x->shape[nhwc ? 1 : 2];
-  g.w = x->shape[nhwc ? 2 : 3];
-  g.c_out = w->shape[0];
-  g.kh = w->shape[2];
-  g.kw = w->shape[3];
-  g.stride_h = o.stride_h;
-  g.stride_w = o.stride_w;
-  g.pad_h = o.pad_h;
-  g.pad_w = o.pad_w;
-  g.dil_h = o.dilation_h;
-  g.dil_w = o.dilation_w;
-  g.groups = o.groups;
-  if (g.c_in < 1 || g.c_out < 1 || g.kh < 1 || g.kw < 1)
-    fail(MIXP_ERR_SHAPE, fn, ": channels and kernel sizes must be positive: x is ", shape_str(*x),
-         ", weight is ", shape_str(*w));
-  if (g.c_in % g.groups != 0)
-    fail(MIXP_ERR_SHAPE, fn, ": x has ", g.c_in, " channels, which is not divisible by groups = ", g.groups,
-         ": x is ", shape_str(*x));
-  if (g.c_out % g.groups != 0)
-    fail(MIXP_ERR_SHAPE, fn, ": weight has ", g.c_out, " output channels, which is not divisible by groups = ",
-         g.groups, ": weight is ", shape_str(*w));
-  if (w->shape[1] != g.c_in / g.groups)
-    fail(MIXP_ERR_SHAPE, fn, ": weight expects ", w->shape[1], " input channels per group but x has ", g.c_in,
-         " channels in ", g.groups, " group(s) (", g.c_in / g.groups, " each): x is ", shape_str(*x),
-         ", weight is ", shape_str(*w));
-  if (bias && (bias->ndim != 1 || bias->shape[0] != g.c_out))
-    fail(MIXP_ERR_SHAPE, fn, ": bias must be [", g.c_out, "] (C_out of weight ", shape_str(*w), "), got ",
-         shape_str(*bias));
-  g.oh = window_positions(g.h, g.pad_h, g.kh, g.dil_h, g.stride_h, fn, "H");
-  g.ow = window_positions(g.w, g.pad_w, g.kw, g.dil_w, g.stride_w, fn, "W");
-  // Any dilation of a one-tap kernel gives the same result (as any stride
-  // of a single position does: window_positions lowers it): a huge one,
-  // valid, becomes the 1 the backends handle.
-  if (g.kh == 1) g.dil_h = 1;
-  if (g.kw == 1) g.dil_w = 1;
+  const Conv2dGeom g = conv_geometry(fn, *x, *w, bias.get(), o);
+  const bool nhwc = g.nhwc;
 
   TensorPtr xc = contiguous(detach(*x)), wc = contiguous(detach(*w));
   TensorPtr bc = bias ? contiguous(detach(*bias)) : TensorPtr();
@@ -123,8 +136,7 @@ TensorPtr conv2d(const TensorPtr &x_in, const TensorPtr &w_in, const TensorPtr &
     backend_of(*x).conv2d(g, view_of(*xc), view_of(*wc), bc ? &bv : nullptr, view_of(*y));
   }
   if (should_record(s, {x.get(), w.get(), bias.get()})) {
-    auto node = std::make_shared<Conv2dNode>();
-    node->name = "conv2d";
+    auto node = std::make_shared<Conv2dNode>(OpId::conv2d);
     node->x = xc;
     node->w = wc;
     node->g = g;

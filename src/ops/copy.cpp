@@ -8,6 +8,7 @@ namespace mixp {
 namespace {
 
 struct CastNode : Node {
+  using Node::Node;
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &g) override {
     return {cast(g[0], input_dtypes[0])};
   }
@@ -15,6 +16,7 @@ struct CastNode : Node {
 
 // Contiguous is a copy that keeps the dtype; its gradient passes through.
 struct IdentityNode : Node {
+  using Node::Node;
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &g) override { return {g[0]}; }
 };
 
@@ -32,8 +34,7 @@ TensorPtr contiguous(const TensorPtr &x) {
   scope.tape({x.get()}, [](const Replay &r) { return contiguous(r[0]); });
   TensorPtr out = clone(x);
   if (should_record(x->session.get(), {x.get()})) {
-    auto node = std::make_shared<IdentityNode>();
-    node->name = "contiguous";
+    auto node = std::make_shared<IdentityNode>(OpId::contiguous);
     record(node, {x.get()}, {out.get()});
   }
   return scope.produced(out);
@@ -46,8 +47,7 @@ TensorPtr cast(const TensorPtr &x, DType dtype) {
   TensorPtr out = empty(x->session.get(), dtype, shape_of(*x));
   if (out->numel() > 0) backend_of(*x).copy(view_of(*x), view_of(*out));
   if (is_float(x->dtype) && is_float(dtype) && should_record(x->session.get(), {x.get()})) {
-    auto node = std::make_shared<CastNode>();
-    node->name = "cast";
+    auto node = std::make_shared<CastNode>(OpId::cast);
     record(node, {x.get()}, {out.get()});
   }
   // Narrowing to a 16-bit float is where overflow to Inf starts (autocast's

@@ -19,6 +19,7 @@ TensorPtr apply_mask(const TensorPtr &x, const TensorPtr &mask, double scale) {
 }
 
 struct DropoutNode : Node {
+  using Node::Node;
   TensorPtr mask;  // U8, the shape of the input
   double scale = 1.0;
 
@@ -49,8 +50,7 @@ TensorPtr dropout(const TensorPtr &x_in, double p, bool training) {
   TensorPtr y = apply_mask(detach(*x), mask, scale);
 
   if (should_record(s, {x.get()})) {
-    auto node = std::make_shared<DropoutNode>();
-    node->name = "dropout";
+    auto node = std::make_shared<DropoutNode>(OpId::dropout);
     node->mask = mask;
     node->scale = scale;
     record(node, {x.get()}, {y.get()});

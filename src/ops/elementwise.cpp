@@ -20,6 +20,7 @@ TensorPtr dense_grad(const TensorPtr &g, DType dtype) {
 }
 
 struct UnaryNode final : Node {
+  using Node::Node;
   UnaryOp op = UnaryOp::Neg;
   double s = 0.0;
   DType dtype = MIXP_F32;
@@ -28,10 +29,10 @@ struct UnaryNode final : Node {
 
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &grad_outputs) override {
     if (released)
-      fail(MIXP_ERR_STATE, "backward of ", name, ": saved tensors were already freed");
+      fail(MIXP_ERR_STATE, "backward of ", name(), ": saved tensors were already freed");
     TensorPtr gy = dense_grad(grad_outputs.at(0), dtype);
     if (gy->numel() != shape.numel())
-      fail(MIXP_ERR_INTERNAL, "backward of ", name, ": gradient has shape ", shape_str(*gy),
+      fail(MIXP_ERR_INTERNAL, "backward of ", name(), ": gradient has shape ", shape_str(*gy),
            ", expected ", shape_str(shape));
     TensorPtr gx = empty(gy->session.get(), dtype, shape);
     View none;
@@ -49,13 +50,14 @@ struct UnaryNode final : Node {
 };
 
 struct BinaryNode final : Node {
+  using Node::Node;
   BinaryOp op = BinaryOp::Add;
   Shape a_shape, b_shape;
   TensorPtr a, b, y;  // detached; only those the formula reads
 
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &grad_outputs) override {
     if (released)
-      fail(MIXP_ERR_STATE, "backward of ", name, ": saved tensors were already freed");
+      fail(MIXP_ERR_STATE, "backward of ", name(), ": saved tensors were already freed");
     const TensorPtr &g = grad_outputs.at(0);
     TensorPtr ga, gb;  // at the broadcast (output) shape
     switch (op) {
@@ -113,8 +115,7 @@ TensorPtr unary(UnaryOp op, const TensorPtr &x_in, double s) {
   ses->backend->unary(op, view_of(*xc), view_of(*y), s);
 
   if (should_record(ses, {x.get()})) {
-    auto node = std::make_shared<UnaryNode>();
-    node->name = info.name;
+    auto node = std::make_shared<UnaryNode>(op_of(op));
     node->op = op;
     node->s = s;
     node->dtype = x->dtype;
@@ -147,8 +148,7 @@ TensorPtr binary(BinaryOp op, const TensorPtr &a_in, const TensorPtr &b_in) {
   ses->backend->binary(op, broadcast_view(*a, shape), broadcast_view(*b, shape), view_of(*out));
 
   if (should_record(ses, {a.get(), b.get()})) {
-    auto node = std::make_shared<BinaryNode>();
-    node->name = info.name;
+    auto node = std::make_shared<BinaryNode>(op_of(op));
     node->op = op;
     node->a_shape = a_shape;
     node->b_shape = b_shape;

@@ -13,6 +13,7 @@ namespace mixp {
 namespace {
 
 struct EmbeddingNode : Node {
+  using Node::Node;
   TensorPtr indices;  // contiguous I64, flattened to [n]
   DType dtype = MIXP_F32;
   int64_t v = 0, d = 0, padding_idx = -1;
@@ -74,8 +75,7 @@ TensorPtr embedding(const TensorPtr &weight_in, const TensorPtr &indices, int64_
   if (out->numel() > 0) backend_of(*wc).embedding(view_of(*wc), view_of(*ic), view_of(*out));
 
   if (should_record(s, {weight.get()})) {
-    auto node = std::make_shared<EmbeddingNode>();
-    node->name = "embedding";
+    auto node = std::make_shared<EmbeddingNode>(OpId::embedding);
     // A private copy: the caller may overwrite its indices before backward.
     node->indices = clone(ic);
     node->dtype = weight->dtype;

@@ -23,6 +23,7 @@ void check_reduction(const char *fn, mixp_reduction r) {
 DType loss_dtype(DType logits) { return logits == MIXP_F64 ? MIXP_F64 : MIXP_F32; }
 
 struct CrossEntropyNode : Node {
+  using Node::Node;
   TensorPtr logits;  // contiguous, detached
   TensorPtr target;  // contiguous I64
   mixp_reduction reduction = MIXP_REDUCTION_MEAN;
@@ -56,6 +57,32 @@ struct CrossEntropyNode : Node {
     inv_count.reset();
   }
 };
+
+// The per-sample losses (n, in the loss dtype) under `reduction`;
+// inv_count is 1 / the number of non-ignored targets (F64, on the device).
+TensorPtr reduced_losses(const TensorPtr &losses, mixp_reduction reduction, const Tensor &inv_count) {
+  if (reduction == MIXP_REDUCTION_NONE) return losses;
+  Session *s = losses->session.get();
+  Backend &be = backend_of(*losses);
+  const DType ldt = losses->dtype;
+  const int64_t n = losses->shape[0];
+  if (reduction == MIXP_REDUCTION_SUM) {
+    TensorPtr out = empty(s, ldt, Shape{});
+    be.sum_rows(view_of(*losses), 1, n, view_of(*out), 1.0);
+    return out;
+  }
+  // The sum in double times 1/count in double, rounded once to ldt: the
+  // bits of sum_rows(scale = 1/count) with the count left on the device.
+  // PyTorch's mean over zero non-ignored targets is 0/0 = NaN; 0 * inf gives it.
+  TensorPtr total = empty(s, MIXP_F64, Shape{});
+  be.sum_rows(view_of(*losses), 1, n, view_of(*total), 1.0);
+  TensorPtr mean64 = empty(s, MIXP_F64, Shape{});
+  be.binary(BinaryOp::Mul, view_of(*total), view_of(inv_count), view_of(*mean64));
+  if (ldt == MIXP_F64) return mean64;
+  TensorPtr out = empty(s, ldt, Shape{});
+  be.copy(view_of(*mean64), view_of(*out));
+  return out;
+}
 
 }  // namespace
 
@@ -105,29 +132,11 @@ TensorPtr cross_entropy(const TensorPtr &logits_in, const TensorPtr &target, mix
   if (n > 0)
     be.cross_entropy(view_of(*lc), view_of(*tc), n, c, ignore_index, label_smoothing, view_of(*losses));
 
-  TensorPtr out = losses;
-  if (reduction == MIXP_REDUCTION_SUM) {
-    out = empty(s, ldt, Shape{});
-    be.sum_rows(view_of(*losses), 1, n, view_of(*out), 1.0);
-  } else if (reduction == MIXP_REDUCTION_MEAN) {
-    // The sum in double times 1/count in double, rounded once to ldt: the
-    // bits of sum_rows(scale = 1/count) with the count left on the device.
-    // PyTorch's mean over zero non-ignored targets is 0/0 = NaN; 0 * inf gives it.
-    TensorPtr total = empty(s, MIXP_F64, Shape{});
-    be.sum_rows(view_of(*losses), 1, n, view_of(*total), 1.0);
-    TensorPtr mean64 = empty(s, MIXP_F64, Shape{});
-    be.binary(BinaryOp::Mul, view_of(*total), view_of(*inv_count), view_of(*mean64));
-    out = mean64;
-    if (ldt != MIXP_F64) {
-      out = empty(s, ldt, Shape{});
-      be.copy(view_of(*mean64), view_of(*out));
-    }
-  }
+  TensorPtr out = reduced_losses(losses, reduction, *inv_count);
   if (out->dtype != logits->dtype) out = cast(out, logits->dtype);
 
   if (should_record(s, {logits.get()})) {
-    auto node = std::make_shared<CrossEntropyNode>();
-    node->name = "cross_entropy";
+    auto node = std::make_shared<CrossEntropyNode>(OpId::cross_entropy);
     node->logits = lc;
     node->target = tc;
     node->reduction = reduction;

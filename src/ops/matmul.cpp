@@ -64,6 +64,7 @@ void gemm_into(const Tensor &a, const Tensor &b, Tensor &out, float beta, const 
 TensorPtr addressable(const TensorPtr &t) { return gemm_addressable(*t) ? t : clone(t); }
 
 struct MatmulNode : Node {
+  using Node::Node;
   TensorPtr a, b;  // detached
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &g) override {
     std::vector<TensorPtr> r(2);
@@ -78,6 +79,7 @@ struct MatmulNode : Node {
 };
 
 struct LinearNode : Node {
+  using Node::Node;
   TensorPtr x, w;  // detached; x is [N, in]
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &g) override {
     std::vector<TensorPtr> r(3);
@@ -93,7 +95,8 @@ struct LinearNode : Node {
 };
 
 // The 2+-D product with broadcast batch dims; a and b have ndim >= 2.
-TensorPtr matmul_nd(const char *fn, const TensorPtr &a_in, const TensorPtr &b_in) {
+TensorPtr matmul_nd(OpId op, const TensorPtr &a_in, const TensorPtr &b_in) {
+  const char *fn = op_info(op).c_function;
   Session *s = a_in->session.get();
   const int an = a_in->ndim, bn = b_in->ndim;
   if (a_in->shape[an - 1] != b_in->shape[bn - 2])
@@ -129,8 +132,7 @@ TensorPtr matmul_nd(const char *fn, const TensorPtr &a_in, const TensorPtr &b_in
   TensorPtr out = empty(s, a_in->dtype, oshape);
   if (out->numel() > 0) gemm_into(*a, *b, *out, 0.0f);
   if (should_record(s, {a_in.get(), b_in.get()})) {
-    auto node = std::make_shared<MatmulNode>();
-    node->name = fn + 5;  // skip "mixp_"
+    auto node = std::make_shared<MatmulNode>(op);
     node->a = detach(*a_in);
     node->b = detach(*b_in);
     record(node, {a_in.get(), b_in.get()}, {out.get()});
@@ -165,7 +167,7 @@ TensorPtr matmul(const TensorPtr &a_in, const TensorPtr &b_in) {
   if (b->ndim == 1) b2 = reshape(b, Shape{b->shape[0], 1});
   if (a2->shape[a2->ndim - 1] != b2->shape[b2->ndim - 2])
     fail(MIXP_ERR_SHAPE, fn, ": inner dimensions differ: a is ", shape_str(*a), ", b is ", shape_str(*b));
-  TensorPtr out = matmul_nd(fn, a2, b2);
+  TensorPtr out = matmul_nd(scope.op(), a2, b2);
   if (a->ndim == 1 || b->ndim == 1) {
     Shape s = shape_of(*out);
     Shape r;
@@ -191,7 +193,7 @@ TensorPtr bmm(const TensorPtr &a_in, const TensorPtr &b_in) {
          shape_str(*b));
   if (a->shape[0] != b->shape[0])
     fail(MIXP_ERR_SHAPE, fn, ": batch sizes differ: a is ", shape_str(*a), ", b is ", shape_str(*b));
-  return scope.finish(matmul_nd(fn, a, b));
+  return scope.finish(matmul_nd(scope.op(), a, b));
 }
 
 TensorPtr linear(const TensorPtr &x_in, const TensorPtr &w_in, const TensorPtr &bias_in) {
@@ -236,8 +238,7 @@ TensorPtr linear(const TensorPtr &x_in, const TensorPtr &w_in, const TensorPtr &
     gemm_into(*xa, *wt, *out, 0.0f, bc.get());
   }
   if (should_record(s, {x.get(), w.get(), bias.get()})) {
-    auto node = std::make_shared<LinearNode>();
-    node->name = "linear";
+    auto node = std::make_shared<LinearNode>(OpId::linear);
     node->x = detach(*x);
     node->w = detach(*w);
     record(node, {x.get(), w.get(), bias.get()}, {out.get()});

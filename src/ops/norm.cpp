@@ -65,6 +65,7 @@ TensorPtr as_stat(const TensorPtr &p, DType sd) {
 }
 
 struct BatchNormNode : Node {
+  using Node::Node;
   TensorPtr x, weight, mean, invstd;  // detached, contiguous; weight in the statistics' dtype
   DType grad_dtype[2] = {MIXP_F32, MIXP_F32};  // of weight's and bias's gradients: the parameters' own
   int64_t outer = 0, c = 0, inner = 0;
@@ -98,12 +99,13 @@ struct BatchNormNode : Node {
 
 // layer_norm and group_norm share the kernel and the node.
 struct GroupNormNode : Node {
+  using Node::Node;
   TensorPtr x, weight, mean, rstd;  // detached, contiguous
   GroupNormGeom geom;
   Shape param_shape;
 
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &grads) override {
-    if (released) fail(MIXP_ERR_STATE, "backward of ", name, ": saved tensors were already freed");
+    if (released) fail(MIXP_ERR_STATE, "backward of ", name(), ": saved tensors were already freed");
     TensorPtr gy = dense_grad(grads[0], x->dtype);
     Session *s = x->session.get();
     std::vector<TensorPtr> r(3);
@@ -146,8 +148,7 @@ TensorPtr group_norm_impl(const OpScope &scope, const TensorPtr &x, const Tensor
     backend_of(*x).group_norm_forward(geom, view_of(*xc), opt_view(wc, wv), opt_view(bc, bv),
                                       eps, view_of(*y), view_of(*mean), view_of(*rstd));
   if (should_record(s, {x.get(), weight.get(), bias.get()})) {
-    auto node = std::make_shared<GroupNormNode>();
-    node->name = scope.name();
+    auto node = std::make_shared<GroupNormNode>(scope.op());
     node->x = xc;
     node->weight = wc;
     node->mean = mean;
@@ -157,6 +158,89 @@ TensorPtr group_norm_impl(const OpScope &scope, const TensorPtr &x, const Tensor
     record(node, {x.get(), weight.get(), bias.get()}, {y.get()});
   }
   return scope.finish(y);
+}
+
+// x as [outer, c, inner] around its channel dim (1 for NCHW, the last for
+// NHWC), after checking x, the layout and the scalars.
+struct BnGeom {
+  int64_t outer = 1, c = 0, inner = 1;
+};
+
+BnGeom bn_geometry(const char *fn, const Tensor &x, mixp_layout layout, double eps,
+                   double momentum) {
+  require_float(fn, "x", x);
+  if (layout != MIXP_NCHW && layout != MIXP_NHWC)
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": layout = ", int(layout),
+         " is not a mixp_layout (0 NCHW, 1 NHWC)");
+  if (x.ndim < 2)
+    fail(MIXP_ERR_SHAPE, fn, ": x must have at least 2 dims ([N, C, ...]), got ", shape_str(x));
+  check_eps(fn, eps);
+  if (!std::isfinite(momentum))
+    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": momentum = ", momentum, " is not finite");
+  const int cdim = layout == MIXP_NHWC ? x.ndim - 1 : 1;
+  BnGeom g;
+  g.c = x.shape[cdim];
+  for (int i = 0; i < cdim; ++i) g.outer *= x.shape[i];
+  for (int i = cdim + 1; i < x.ndim; ++i) g.inner *= x.shape[i];
+  return g;
+}
+
+void check_running_stats(const char *fn, const TensorPtr &running_mean,
+                         const TensorPtr &running_var, const Tensor &x, int64_t c, bool training) {
+  const TensorPtr *stats[2] = {&running_mean, &running_var};
+  const char *stat_names[2] = {"running_mean", "running_var"};
+  for (int i = 0; i < 2; ++i) {
+    const TensorPtr &r = *stats[i];
+    if (!r) {
+      if (!training)
+        fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ", stat_names[i], " is NULL; eval mode needs both running statistics");
+      continue;
+    }
+    require_float(fn, stat_names[i], *r);
+    if (shape_of(*r) != Shape{c})
+      fail(MIXP_ERR_SHAPE, fn, ": ", stat_names[i], " must be [", c, "] for x of shape ",
+           shape_str(x), ", got ", shape_str(*r));
+    if (r->requires_grad)
+      fail(MIXP_ERR_STATE, fn, ": ", stat_names[i],
+           " requires grad; running statistics are buffers updated in place");
+  }
+}
+
+// The per-channel statistics batch_norm normalises with, in the statistics'
+// dtype; var (the biased batch variance) only from a batch.
+struct BnStats {
+  TensorPtr mean, invstd, var;
+};
+
+// Training: the batch's own statistics, from the kernel.
+BnStats batch_stats(const Tensor &xc, int64_t outer, int64_t c, int64_t inner, double eps) {
+  Session *s = xc.session.get();
+  const DType sd = stat_dtype(xc.dtype);
+  BnStats st;
+  st.mean = empty(s, sd, Shape{c});
+  st.var = empty(s, sd, Shape{c});
+  st.invstd = empty(s, sd, Shape{c});
+  if (c > 0)
+    backend_of(xc).batch_norm_stats(view_of(xc), outer, c, inner, eps, view_of(*st.mean),
+                                    view_of(*st.var), view_of(*st.invstd));
+  return st;
+}
+
+// Evaluation: the running statistics, invstd = 1 / sqrt(running_var + eps).
+BnStats running_stats(const Tensor &running_mean, const Tensor &running_var, DType sd, double eps) {
+  BnStats st;
+  st.mean = contiguous(cast(detach(running_mean), sd));
+  TensorPtr rv = cast(detach(running_var), sd);
+  st.invstd = contiguous(unary(UnaryOp::RdivScalar, unary(UnaryOp::Sqrt, add_scalar(rv, eps)), 1.0));
+  return st;
+}
+
+// PyTorch's running-statistics rule: (1 - momentum) * running + weight *
+// batch, the weight being momentum (times m / (m - 1) for the unbiased
+// variance).
+TensorPtr blended(const Tensor &running, DType sd, double momentum, const TensorPtr &batch,
+                  double weight) {
+  return add(mul_scalar(cast(detach(running), sd), 1.0 - momentum), mul_scalar(batch, weight));
 }
 
 }  // namespace
@@ -175,39 +259,11 @@ TensorPtr batch_norm(const TensorPtr &x_in, const TensorPtr &weight_in, const Te
              [=](const Replay &r) {
                return batch_norm(r[0], r[1], r[2], r[3], r[4], training, momentum, eps, layout);
              });
-  require_float(fn, "x", *x);
-  if (layout != MIXP_NCHW && layout != MIXP_NHWC)
-    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": layout = ", int(layout),
-         " is not a mixp_layout (0 NCHW, 1 NHWC)");
-  if (x->ndim < 2)
-    fail(MIXP_ERR_SHAPE, fn, ": x must have at least 2 dims ([N, C, ...]), got ", shape_str(*x));
-  check_eps(fn, eps);
-  if (!std::isfinite(momentum))
-    fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": momentum = ", momentum, " is not finite");
-  const int cdim = layout == MIXP_NHWC ? x->ndim - 1 : 1;
-  const int64_t c = x->shape[cdim];
-  int64_t outer = 1, inner = 1;
-  for (int i = 0; i < cdim; ++i) outer *= x->shape[i];
-  for (int i = cdim + 1; i < x->ndim; ++i) inner *= x->shape[i];
+  const BnGeom geom = bn_geometry(fn, *x, layout, eps, momentum);
+  const int64_t outer = geom.outer, c = geom.c, inner = geom.inner;
   check_bn_param(fn, "weight", weight, *x, c);
   check_bn_param(fn, "bias", bias, *x, c);
-  const TensorPtr *stats[2] = {&running_mean, &running_var};
-  const char *stat_names[2] = {"running_mean", "running_var"};
-  for (int i = 0; i < 2; ++i) {
-    const TensorPtr &r = *stats[i];
-    if (!r) {
-      if (!training)
-        fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": ", stat_names[i], " is NULL; eval mode needs both running statistics");
-      continue;
-    }
-    require_float(fn, stat_names[i], *r);
-    if (shape_of(*r) != Shape{c})
-      fail(MIXP_ERR_SHAPE, fn, ": ", stat_names[i], " must be [", c, "] for x of shape ",
-           shape_str(*x), ", got ", shape_str(*r));
-    if (r->requires_grad)
-      fail(MIXP_ERR_STATE, fn, ": ", stat_names[i],
-           " requires grad; running statistics are buffers updated in place");
-  }
+  check_running_stats(fn, running_mean, running_var, *x, c, training);
   const int64_t m = outer * inner;
   if (training && m <= 1)
     fail(MIXP_ERR_SHAPE, fn, ": expected more than 1 value per channel when training, x is ",
@@ -216,24 +272,15 @@ TensorPtr batch_norm(const TensorPtr &x_in, const TensorPtr &weight_in, const Te
   const DType sd = stat_dtype(x->dtype);
   Backend &be = backend_of(*x);
   TensorPtr xc = dense(x), wc, bc;
-  TensorPtr mean, invstd, var;
+  BnStats st;
   {
     NoGradGuard ng(s);
     wc = as_stat(dense(weight), sd);
     bc = as_stat(dense(bias), sd);
-    if (training) {
-      mean = empty(s, sd, Shape{c});
-      var = empty(s, sd, Shape{c});
-      invstd = empty(s, sd, Shape{c});
-      if (c > 0)
-        be.batch_norm_stats(view_of(*xc), outer, c, inner, eps, view_of(*mean), view_of(*var),
-                            view_of(*invstd));
-    } else {
-      mean = contiguous(cast(detach(*running_mean), sd));
-      TensorPtr rv = cast(detach(*running_var), sd);
-      invstd = contiguous(unary(UnaryOp::RdivScalar, unary(UnaryOp::Sqrt, add_scalar(rv, eps)), 1.0));
-    }
+    st = training ? batch_stats(*xc, outer, c, inner, eps)
+                  : running_stats(*running_mean, *running_var, sd, eps);
   }
+  const TensorPtr &mean = st.mean, &invstd = st.invstd;
   TensorPtr y = empty(s, x->dtype, shape_of(*x));
   View wv, bv;
   if (y->numel() > 0)
@@ -241,8 +288,7 @@ TensorPtr batch_norm(const TensorPtr &x_in, const TensorPtr &weight_in, const Te
                           opt_view(wc, wv), opt_view(bc, bv), view_of(*y));
 
   if (should_record(s, {x.get(), weight.get(), bias.get()})) {
-    auto node = std::make_shared<BatchNormNode>();
-    node->name = "batch_norm";
+    auto node = std::make_shared<BatchNormNode>(OpId::batch_norm);
     node->x = xc;
     node->weight = wc;
     node->grad_dtype[0] = weight ? weight->dtype : x->dtype;
@@ -265,12 +311,9 @@ TensorPtr batch_norm(const TensorPtr &x_in, const TensorPtr &weight_in, const Te
   // updated once, by the forward pass.
   if (training && (running_mean || running_var) && !s->checkpoint_replaying) {
     NoGradGuard ng(s);
-    if (running_mean)
-      new_mean = add(mul_scalar(cast(detach(*running_mean), sd), 1.0 - momentum),
-                     mul_scalar(mean, momentum));
+    if (running_mean) new_mean = blended(*running_mean, sd, momentum, st.mean, momentum);
     if (running_var)
-      new_var = add(mul_scalar(cast(detach(*running_var), sd), 1.0 - momentum),
-                    mul_scalar(var, momentum * double(m) / double(m - 1)));
+      new_var = blended(*running_var, sd, momentum, st.var, momentum * double(m) / double(m - 1));
   }
   TensorPtr out = scope.finish(y);
   if (new_mean) copy_into(*running_mean, *new_mean);

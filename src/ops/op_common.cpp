@@ -1,10 +1,18 @@
+// What every op shares, in one place so that each op file holds only its
+// own formulas: the OpScope every op opens (session checks, thread count,
+// autocast casting of the inputs, the numerics checker, the profiler's
+// record, and the checkpoint tape that lets a region replay the op), and the
+// argument checks and broadcasting helpers the op files call alike
+// (same_session, require_float, broadcast_shapes, sum_to, ...). The
+// declarations and the rules an op author follows are in ops/ops.hpp.
+#include "ops/ops.hpp"
+
 #include <exception>
 
 #include "autocast/autocast.hpp"
 #include "autograd/node.hpp"
 #include "core/error.hpp"
 #include "core/op_stats.hpp"
-#include "ops/ops.hpp"
 #include "ops/profile.hpp"
 
 namespace mixp {

@@ -13,6 +13,7 @@ namespace mixp {
 namespace {
 
 struct Pool2dNode : Node {
+  using Node::Node;
   Pool2dGeom g;
   DType dtype = MIXP_F32;
   Shape xshape;
@@ -60,8 +61,7 @@ TensorPtr run_pool(OpScope &scope, const TensorPtr &x, const Pool2dGeom &g) {
     backend_of(*x).pool2d(g, view_of(*xc), view_of(*y), idx ? &iv : nullptr);
   }
   if (should_record(s, {x.get()})) {
-    auto node = std::make_shared<Pool2dNode>();
-    node->name = scope.name();
+    auto node = std::make_shared<Pool2dNode>(scope.op());
     node->g = g;
     node->dtype = x->dtype;
     node->xshape = shape_of(*x);

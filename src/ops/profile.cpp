@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "backend/backend.hpp"
+#include "backend/capabilities.hpp"
 #include "core/error.hpp"
 
 namespace mixp {
@@ -25,9 +26,10 @@ int64_t now_ns() noexcept {
 // A device mark, or 0 when the device cannot give one now (the record then
 // has no device time; the op itself reports any device failure).
 uint64_t mark(Session *s) noexcept {
-  if (!s->profile->device_clock) return 0;
+  DeviceTimer *timer = s->profile->device_clock ? s->backend->timer() : nullptr;
+  if (!timer) return 0;
   try {
-    return s->backend->timing_mark();
+    return timer->timing_mark();
   } catch (...) {
     return 0;
   }
@@ -113,9 +115,13 @@ void profile_start(Session *s) {
   p->device = s->device;
   Backend &b = *s->backend;
   b.synchronize();  // work queued before the profile is not the profile's
-  b.timing_reset();
-  p->origin_mark = b.timing_mark();
-  p->device_clock = p->origin_mark != 0;
+  // A device without a clock ran each op during its call: the host clock
+  // times the device too.
+  if (DeviceTimer *timer = b.timer()) {
+    timer->timing_reset();
+    p->origin_mark = timer->timing_mark();
+    p->device_clock = true;
+  }
   p->origin_ns = now_ns();
   s->profile = std::move(p);
 }
@@ -123,18 +129,19 @@ void profile_start(Session *s) {
 std::unique_ptr<Profile> profile_stop(Session *s) {
   std::unique_ptr<Profile> p = std::move(s->profile);
   Backend &b = *s->backend;
-  struct ResetMarks {  // the marks are dead whatever happens below
-    Backend &b;
-    ~ResetMarks() { b.timing_reset(); }
-  } reset{b};
+  DeviceTimer *timer = b.timer();
   // Without a device clock the records' host times are their device times
   // (device_ms below); there is nothing to read.
-  if (!p->device_clock) return p;
+  if (!p->device_clock || !timer) return p;
+  struct ResetMarks {  // the marks are dead whatever happens below
+    DeviceTimer &timer;
+    ~ResetMarks() { timer.timing_reset(); }
+  } reset{*timer};
   b.synchronize();
   for (ProfileRecord &r : p->records) {
     if (r.mark_begin == 0 || r.mark_end == 0) continue;  // no device time: left at zero
-    r.device_begin_us = b.timing_elapsed_ms(p->origin_mark, r.mark_begin) * 1e3;
-    r.device_end_us = b.timing_elapsed_ms(p->origin_mark, r.mark_end) * 1e3;
+    r.device_begin_us = timer->timing_elapsed_ms(p->origin_mark, r.mark_begin) * 1e3;
+    r.device_end_us = timer->timing_elapsed_ms(p->origin_mark, r.mark_end) * 1e3;
   }
   return p;
 }

@@ -28,6 +28,7 @@ std::vector<bool> reduced_dims(const char *fn, const std::vector<int> &dims, int
 }
 
 struct SumNode : Node {
+  using Node::Node;
   Shape in_shape;
   Shape keep_shape;  // the output shape with reduced dims kept as 1
   double scale = 1.0;
@@ -92,8 +93,7 @@ TensorPtr sum_impl(OpId op, const TensorPtr &x_in, const std::vector<int> &dims,
   }
 
   if (should_record(s, {x.get()})) {
-    auto node = std::make_shared<SumNode>();
-    node->name = op_name(op);
+    auto node = std::make_shared<SumNode>(op);
     node->in_shape = shape_of(*x);
     node->keep_shape = keep_shape;
     node->scale = scale;
@@ -130,6 +130,7 @@ AxisSplit split_axis(const char *fn, const Tensor &x, int dim, bool keepdim) {
 // Routes the gradient of the maxima to the first maximal position of each
 // slice, by a scatter on the backend's device (no host round trip).
 struct MaxNode : Node {
+  using Node::Node;
   TensorPtr indices;  // I64, contiguous [outer, inner]
   Shape in_shape;
   DType dtype = MIXP_F32;
@@ -177,8 +178,7 @@ void max(const TensorPtr &x_in, int dim, bool keepdim, TensorPtr *values, Tensor
                            view_of(*idx));
   }
   if (vals && should_record(s, {x.get()})) {
-    auto node = std::make_shared<MaxNode>();
-    node->name = "max";
+    auto node = std::make_shared<MaxNode>(OpId::max);
     node->indices = idx;
     node->in_shape = shape_of(*x);
     node->dtype = x->dtype;

@@ -13,6 +13,7 @@ namespace mixp {
 namespace {
 
 struct PadNode : Node {
+  using Node::Node;
   std::vector<int64_t> pads;
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &g) override {
     std::vector<int64_t> inv(pads.size());
@@ -120,8 +121,7 @@ TensorPtr pad(const TensorPtr &x_in, const std::vector<int64_t> &pads, double va
     copy_into(*dst, *src);
   }
   if (should_record(s, {x.get()})) {
-    auto node = std::make_shared<PadNode>();
-    node->name = "pad";
+    auto node = std::make_shared<PadNode>(OpId::pad);
     node->pads = pads;
     record(node, {x.get()}, {out.get()});
   }

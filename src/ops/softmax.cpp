@@ -11,6 +11,7 @@ namespace mixp {
 namespace {
 
 struct SoftmaxNode : Node {
+  using Node::Node;
   TensorPtr y;  // detached alias of the output (a strong ref to the output itself would be a cycle)
   int64_t outer = 1, n = 1, inner = 1;
   bool log = false;
@@ -47,8 +48,7 @@ TensorPtr softmax(const TensorPtr &x_in, int dim, bool log) {
   if (y->numel() > 0) backend_of(*x).softmax(view_of(*xc), outer, n, inner, log, view_of(*y));
 
   if (should_record(s, {x.get()})) {
-    auto node = std::make_shared<SoftmaxNode>();
-    node->name = op_name(op);
+    auto node = std::make_shared<SoftmaxNode>(op);
     node->y = detach(*y);
     node->outer = outer;
     node->n = n;

@@ -12,12 +12,14 @@ namespace mixp {
 namespace {
 
 struct ReshapeNode : Node {
+  using Node::Node;
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &g) override {
     return {reshape(g[0], input_shapes[0])};
   }
 };
 
 struct PermuteNode : Node {
+  using Node::Node;
   std::vector<int> inverse;
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &g) override {
     return {permute(g[0], inverse.data(), int(inverse.size()))};
@@ -25,6 +27,7 @@ struct PermuteNode : Node {
 };
 
 struct SliceNode : Node {
+  using Node::Node;
   int dim = 0;
   int64_t start = 0, step = 1;
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &g) override {
@@ -40,6 +43,7 @@ struct SliceNode : Node {
 };
 
 struct ExpandNode : Node {
+  using Node::Node;
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &g) override {
     return {sum_to(g[0], input_shapes[0])};
   }
@@ -120,8 +124,7 @@ TensorPtr reshape(const TensorPtr &x, const Shape &shape_in) {
     out->is_view = false;
   }
   if (should_record(x->session.get(), {x.get()})) {
-    auto node = std::make_shared<ReshapeNode>();
-    node->name = "reshape";
+    auto node = std::make_shared<ReshapeNode>(OpId::reshape);
     record(node, {x.get()}, {out.get()});
   }
   return scope.produced(out);
@@ -151,8 +154,7 @@ TensorPtr permute(const TensorPtr &x, const int *dims, int ndim) {
   }
   TensorPtr out = make_view(*x, shape, strides, x->offset);
   if (should_record(x->session.get(), {x.get()})) {
-    auto node = std::make_shared<PermuteNode>();
-    node->name = "permute";
+    auto node = std::make_shared<PermuteNode>(OpId::permute);
     node->inverse = inverse;
     record(node, {x.get()}, {out.get()});
   }
@@ -190,8 +192,7 @@ TensorPtr slice(const TensorPtr &x, int dim, int64_t start, int64_t end, int64_t
   strides[d] *= step;
   TensorPtr out = make_view(*x, shape, strides, x->offset + start * x->strides[d]);
   if (should_record(x->session.get(), {x.get()})) {
-    auto node = std::make_shared<SliceNode>();
-    node->name = "slice";
+    auto node = std::make_shared<SliceNode>(OpId::slice);
     node->dim = d;
     node->start = start;
     node->step = step;
@@ -209,8 +210,7 @@ TensorPtr expand(const TensorPtr &x, const Shape &shape) {
   View v = broadcast_view(*x, shape);
   TensorPtr out = make_view(*x, shape, v.strides, x->offset);
   if (should_record(x->session.get(), {x.get()})) {
-    auto node = std::make_shared<ExpandNode>();
-    node->name = "expand";
+    auto node = std::make_shared<ExpandNode>(OpId::expand);
     record(node, {x.get()}, {out.get()});
   }
   return scope.produced(out);

@@ -137,58 +137,59 @@ void mixp_optimizer::agree_on_skip() {
   skip_agreed = true;
 }
 
-void mixp_optimizer::step(const char *fn) {
-  using namespace mixp;
-  Session *s = check_session(session.get(), fn);
-  ProfileScope profiled(s, "optimizer_step");
-  agree_on_skip();
-  Backend &kernels = *s->backend;
-  const double lr = current_lr();
-  const bool sgd = options.kind == MIXP_OPTIM_SGD;
-  const bool need_buf1 = !sgd || options.momentum != 0.0;
+namespace mixp::optim {
+namespace {
 
-  // Phase 1 prepares everything that can fail (casts, copies, new state) so
-  // that an error leaves parameters and state untouched.
-  struct Work {
-    Slot *slot;
-    TensorPtr grad;    // contiguous; F32 with a master, else the parameter's dtype
-    TensorPtr target;  // the parameter, or a contiguous copy written back after
-    TensorPtr buf1, buf2, step;
-  };
+// One parameter's part of a step, prepared before any kernel runs.
+struct Work {
+  Optimizer::Slot *slot;
+  TensorPtr grad;    // contiguous; F32 with a master, else the parameter's dtype
+  TensorPtr target;  // the parameter, or a contiguous copy written back after
+  TensorPtr buf1, buf2, step;
+};
+
+// Phase 1: everything that can fail (casts, copies, new state), so that an
+// error leaves parameters and state untouched.
+std::vector<Work> prepare_work(Optimizer &opt, const char *fn) {
+  Session *s = opt.session.get();
+  const bool sgd = opt.options.kind == MIXP_OPTIM_SGD;
+  const bool need_buf1 = !sgd || opt.options.momentum != 0.0;
   std::vector<Work> work;
-  {
-    NoGradGuard no_grad(s);
-    for (Slot &slot : slots) {
-      Tensor &p = *slot.param;
-      if (!p.grad) continue;
-      TensorPtr g = p.grad;
-      if (shape_of(*g) != shape_of(p))
-        fail(MIXP_ERR_INTERNAL, fn, ": a parameter of shape ", shape_str(p),
-             " holds a gradient of shape ", shape_str(*g));
-      // With a master, half grads are read as they are (the kernel widens
-      // them); F32 grads (master_grad) too. Anything else is cast.
-      const DType gd = (slot.master && g->dtype == MIXP_F32) ? MIXP_F32 : p.dtype;
-      if (g->dtype != gd) g = cast(g, gd);
-      g = contiguous(g);
-      Work w{&slot, g, p.is_contiguous() ? slot.param : clone(slot.param), slot.buf1, slot.buf2,
-             slot.step};
-      const DType sd = optim::state_dtype_for(options, p.dtype);
-      // Zeros even for SGD's momentum (whose first update overwrites it): a
-      // first step skipped on the device must leave defined state behind.
-      if (need_buf1 && !w.buf1) w.buf1 = zeros(s, sd, shape_of(p));
-      if (!sgd && !w.buf2) w.buf2 = zeros(s, sd, shape_of(p));
-      if (!w.step) w.step = zeros(s, MIXP_F64, Shape{});
-      work.push_back(std::move(w));
-    }
+  NoGradGuard no_grad(s);
+  for (Optimizer::Slot &slot : opt.slots) {
+    Tensor &p = *slot.param;
+    if (!p.grad) continue;
+    TensorPtr g = p.grad;
+    if (shape_of(*g) != shape_of(p))
+      fail(MIXP_ERR_INTERNAL, fn, ": a parameter of shape ", shape_str(p),
+           " holds a gradient of shape ", shape_str(*g));
+    // With a master, half grads are read as they are (the kernel widens
+    // them); F32 grads (master_grad) too. Anything else is cast.
+    const DType gd = (slot.master && g->dtype == MIXP_F32) ? MIXP_F32 : p.dtype;
+    if (g->dtype != gd) g = cast(g, gd);
+    g = contiguous(g);
+    Work w{&slot, g, p.is_contiguous() ? slot.param : clone(slot.param), slot.buf1, slot.buf2,
+           slot.step};
+    const DType sd = state_dtype_for(opt.options, p.dtype);
+    // Zeros even for SGD's momentum (whose first update overwrites it): a
+    // first step skipped on the device must leave defined state behind.
+    if (need_buf1 && !w.buf1) w.buf1 = zeros(s, sd, shape_of(p));
+    if (!sgd && !w.buf2) w.buf2 = zeros(s, sd, shape_of(p));
+    if (!w.step) w.step = zeros(s, MIXP_F64, Shape{});
+    work.push_back(std::move(w));
   }
+  return work;
+}
 
-  apply_threads(s);
-  const float *skip = found_inf ? found_inf->data_as<const float>() : nullptr;
-  std::vector<optim::ParamArgs> args;
+// The kernels' view of each parameter (optimizer_args.hpp); draws the
+// stochastic-rounding offsets.
+std::vector<ParamArgs> kernel_args(const Optimizer &opt, std::vector<Work> &work) {
+  Session *s = opt.session.get();
+  std::vector<ParamArgs> args;
   args.reserve(work.size());
   for (Work &w : work) {
     Tensor &t = *w.target;
-    optim::ParamArgs pa;
+    ParamArgs pa;
     pa.dtype = t.dtype;
     pa.n = t.numel();
     pa.param = t.data();
@@ -198,43 +199,71 @@ void mixp_optimizer::step(const char *fn) {
     pa.step = w.step->data_as<double>();
     pa.buf1 = w.buf1 ? w.buf1->data() : nullptr;
     pa.buf2 = w.buf2 ? w.buf2->data() : nullptr;
-    pa.state_dtype = optim::state_dtype_for(options, t.dtype);
-    if (options.stochastic_rounding && t.dtype == MIXP_BF16 && !pa.master) {
+    pa.state_dtype = state_dtype_for(opt.options, t.dtype);
+    if (opt.options.stochastic_rounding && t.dtype == MIXP_BF16 && !pa.master) {
       pa.stochastic = true;
       pa.seed = s->seed;
       pa.offset = s->take_rng(uint64_t(pa.n + 3) / 4);
     }
     args.push_back(pa);
   }
-  // Every parameter in one call: the backend may batch them.
-  if (sgd) {
-    optim::SgdArgs a;
+  return args;
+}
+
+// Every parameter in one call (the backend may batch them); the kernels skip
+// on the device when `skip` is set.
+void run_kernels(const Optimizer &opt, const std::vector<ParamArgs> &args, double lr,
+                 const float *skip) {
+  const mixp_optimizer_options &o = opt.options;
+  Backend &kernels = *opt.session->backend;
+  if (o.kind == MIXP_OPTIM_SGD) {
+    SgdArgs a;
     a.lr = lr;
-    a.momentum = options.momentum;
-    a.dampening = options.dampening;
-    a.weight_decay = options.weight_decay;
-    a.nesterov = options.nesterov != 0;
+    a.momentum = o.momentum;
+    a.dampening = o.dampening;
+    a.weight_decay = o.weight_decay;
+    a.nesterov = o.nesterov != 0;
     kernels.sgd_step(args.data(), int(args.size()), a, skip);
   } else {
-    optim::AdamArgs a;
+    AdamArgs a;
     a.lr = lr;
-    a.beta1 = options.beta1;
-    a.beta2 = options.beta2;
-    a.eps = options.eps;
-    a.weight_decay = options.weight_decay;
-    a.decoupled = options.kind == MIXP_OPTIM_ADAMW;
+    a.beta1 = o.beta1;
+    a.beta2 = o.beta2;
+    a.eps = o.eps;
+    a.weight_decay = o.weight_decay;
+    a.decoupled = o.kind == MIXP_OPTIM_ADAMW;
     kernels.adam_step(args.data(), int(args.size()), a, skip);
   }
+}
+
+// Writes strided parameters back and keeps the (possibly new) state.
+void commit_work(Session *s, std::vector<Work> &work) {
   for (Work &w : work) {
-    Tensor &t = *w.target;
     if (w.target.get() != w.slot->param.get()) {
       NoGradGuard no_grad(s);
-      copy_into(*w.slot->param, t);
+      copy_into(*w.slot->param, *w.target);
     }
     w.slot->buf1 = std::move(w.buf1);
     w.slot->buf2 = std::move(w.buf2);
     w.slot->step = std::move(w.step);
   }
+}
+
+}  // namespace
+}  // namespace mixp::optim
+
+void mixp_optimizer::step(const char *fn) {
+  using namespace mixp;
+  Session *s = check_session(session.get(), fn);
+  ProfileScope profiled(s, "optimizer_step");
+  agree_on_skip();
+  const double lr = current_lr();
+  std::vector<optim::Work> work = optim::prepare_work(*this, fn);
+  apply_threads(s);
+  const float *skip = found_inf ? found_inf->data_as<const float>() : nullptr;
+  const std::vector<optim::ParamArgs> args = optim::kernel_args(*this, work);
+  optim::run_kernels(*this, args, lr, skip);
+  optim::commit_work(s, work);
   if (found_inf) s->backend->fill(view_of(*found_inf), 0.0);
   skip_agreed = false;
   ++step_count;

@@ -16,24 +16,6 @@
 namespace mixp::state {
 namespace {
 
-double get_elem(DType t, const uint8_t *p) noexcept {
-  switch (t) {
-    case MIXP_F64: { double v; std::memcpy(&v, p, 8); return v; }
-    case MIXP_F32: { float v; std::memcpy(&v, p, 4); return v; }
-    case MIXP_F16: { uint16_t v; std::memcpy(&v, p, 2); return f16_bits_to_f32(v); }
-    default: { uint16_t v; std::memcpy(&v, p, 2); return bf16_bits_to_f32(v); }
-  }
-}
-
-void put_elem(DType t, double x, uint8_t *p) noexcept {
-  switch (t) {
-    case MIXP_F64: std::memcpy(p, &x, 8); break;
-    case MIXP_F32: { float v = float(x); std::memcpy(p, &v, 4); break; }
-    case MIXP_F16: { uint16_t v = f64_to_f16_bits(x); std::memcpy(p, &v, 2); break; }
-    default: { uint16_t v = f64_to_bf16_bits(x); std::memcpy(p, &v, 2); break; }
-  }
-}
-
 // n values of dtype `from` at src as dtype `to` (float to float only;
 // doubles hold every value exactly, so each conversion rounds once).
 std::vector<uint8_t> convert(DType from, const uint8_t *src, int64_t n, DType to) {
@@ -43,7 +25,8 @@ std::vector<uint8_t> convert(DType from, const uint8_t *src, int64_t n, DType to
     return out;
   }
   const size_t fs = dtype_size(from), ts = dtype_size(to);
-  for (int64_t i = 0; i < n; ++i) put_elem(to, get_elem(from, src + size_t(i) * fs), out.data() + size_t(i) * ts);
+  for (int64_t i = 0; i < n; ++i)
+    double_to_element(element_to_double(src + size_t(i) * fs, from), out.data() + size_t(i) * ts, to);
   return out;
 }
 
@@ -275,7 +258,7 @@ LoaderPlan plan_loader(Reader &r, Loader &l, size_t j) {
 
 int64_t load(const Objects &o, const std::string &path, const char *fn) {
   for (size_t j = 0; j < o.scalers.size(); ++j)
-    if (!o.scalers[j]->records.empty())
+    if (o.scalers[j]->handshake.pending())
       fail(MIXP_ERR_STATE, fn, ": spec->scalers[", j,
            "] is between unscale()/step() and update(); load after update()");
   std::vector<Named> named = named_tensors(o.modules, o.prefixes, o.extra, o.optimizers, fn);

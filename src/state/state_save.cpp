@@ -85,7 +85,7 @@ class Writer {
 
 void save(const Objects &o, const std::string &path, const char *fn) {
   for (size_t j = 0; j < o.scalers.size(); ++j)
-    if (!o.scalers[j]->records.empty())
+    if (o.scalers[j]->handshake.pending())
       fail(MIXP_ERR_STATE, fn, ": spec->scalers[", j,
            "] is between unscale()/step() and update(); save after update()");
   std::vector<Named> named = named_tensors(o.modules, o.prefixes, o.extra, o.optimizers, fn);

@@ -2,7 +2,7 @@
 # regex anchored at the start), and at least MIN of them (default 1). One check
 # for every library mixp builds:
 #   libmixp.so       PATTERN mixp_                    MIN 50 (the API is all there)
-#   libmixp_cuda.so  PATTERN mixp_backend_plugin_v1$  (its one versioned entry point)
+#   libmixp_cuda.so  PATTERN mixp_backend_plugin_v2$  (its one versioned entry point)
 #   binding modules  PATTERN _wrap_ | Java_ | PyInit_ (the language's entry points;
 #                    helpers and C++ instantiations stay local, so two libraries
 #                    in one process never bind to each other's copies)

@@ -5,6 +5,7 @@
  * The expected category of each op is written down here, independently of
  * the library's registry (mapped from PyTorch's CUDA autocast lists), and
  * the test fails when an op is registered that this table does not know. */
+#include "op_rows.h"
 #include "test_util.h"
 
 /* ---- the op table --------------------------------------------------------------- */
@@ -32,6 +33,7 @@ static const op_entry OPS[] = {
     {"div", K_PROMOTE, 2, 0},        {"cat", K_PROMOTE, 2, 0},
     {"neg", K_OTHER, 1, 0},          {"sqrt", K_OTHER, 1, 0},
     {"relu", K_OTHER, 1, 0},         {"gelu", K_OTHER, 1, 0},
+    {"gelu_tanh", K_OTHER, 1, 0},
     {"sigmoid", K_OTHER, 1, 0},      {"tanh", K_OTHER, 1, 0},
     {"add_scalar", K_OTHER, 1, 0},   {"mul_scalar", K_OTHER, 1, 0},
     {"rsub_scalar", K_OTHER, 1, 0},  {"dropout", K_OTHER, 1, 0},
@@ -183,6 +185,9 @@ static mixp_status run_op(mixp_session *s, const char *name, mixp_tensor *const 
     return mixp_permute(x, p, 2, out);
   }
   if (strcmp(name, "slice") == 0) return mixp_slice(x, 1, 0, 2, 1, out);
+  for (int r = 0; r < MT_UNARY_ROWS; ++r) /* the other unary rows of the op table */
+    if (strcmp(name, mt_unary_rows[r].name) == 0 && (mt_unary_rows[r].x || mt_unary_rows[r].xs))
+      return mt_unary_row_call(&mt_unary_rows[r], x, 1.5, NULL, out);
   print_error("run_op: no public call for op '%s'\n", name);
   fail();
   return MIXP_ERR_INTERNAL;

@@ -4,24 +4,6 @@
  * closed forms computed here. */
 #include "test_util.h"
 
-#define MT_FAILS2(call, status, n1, n2)                                                  \
-  do {                                                                                   \
-    MT_FAILS(call, status, n1);                                                          \
-    if (strstr(mixp_last_error(), (n2)) == NULL) {                                       \
-      print_error("%s: message \"%s\" lacks \"%s\"\n", #call, mixp_last_error(), (n2)); \
-      fail();                                                                            \
-    }                                                                                    \
-  } while (0)
-
-static int setup(void **state) {
-  *state = mt_session();
-  return *state ? 0 : -1;
-}
-static int teardown(void **state) {
-  mixp_session_destroy((mixp_session *)*state);
-  return 0;
-}
-
 static mixp_tensor *tensor2(mixp_session *s, mixp_dtype dt, const double *v, int64_t r, int64_t c) {
   int64_t shape[2] = {r, c};
   return mt_tensor(s, dt, v, shape, 2);
@@ -426,5 +408,5 @@ int main(void) {
       cmocka_unit_test(test_no_grad_region),
       cmocka_unit_test(test_half_grads),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, mt_setup_session, mt_teardown_session);
 }

@@ -6,15 +6,6 @@
 
 #include "test_util.h"
 
-#define MT_FAILS2(call, status, n1, n2)                                                  \
-  do {                                                                                   \
-    MT_FAILS(call, status, n1);                                                          \
-    if (strstr(mixp_last_error(), (n2)) == NULL) {                                       \
-      print_error("%s: message \"%s\" lacks \"%s\"\n", #call, mixp_last_error(), (n2)); \
-      fail();                                                                            \
-    }                                                                                    \
-  } while (0)
-
 /* ---- reference ------------------------------------------------------------ */
 
 typedef struct half_format {

@@ -5,17 +5,6 @@
  * equivalence, and misuse of every public function. */
 #include "test_util.h"
 
-#define SENTINEL ((mixp_tensor *)(uintptr_t)0x3a7)
-
-static int setup(void **state) {
-  *state = mt_session();
-  return *state ? 0 : -1;
-}
-static int teardown(void **state) {
-  mixp_session_destroy((mixp_session *)*state);
-  return 0;
-}
-
 /* ---- geometry and reference ------------------------------------------------------ */
 
 typedef struct conv_case {
@@ -372,9 +361,9 @@ static mixp_tensor *filled(mixp_session *s, mixp_dtype dt, const int64_t *shape,
 
 #define CONV_FAILS(x, w, b, o, status, needle)            \
   do {                                                    \
-    mixp_tensor *out_ = SENTINEL;                         \
+    mixp_tensor *out_ = MT_SENTINEL;                         \
     MT_FAILS(mixp_conv2d(x, w, b, o, &out_), status, needle); \
-    assert_ptr_equal(out_, SENTINEL);                     \
+    assert_ptr_equal(out_, MT_SENTINEL);                     \
   } while (0)
 
 static void test_misuse(void **state) {
@@ -482,13 +471,13 @@ static void test_autocast_lower(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_options_init),
-      cmocka_unit_test_setup_teardown(test_forward_known_values, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_forward_all_dtypes, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_gradcheck_f64, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_backward_matches_f64, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_nchw_nhwc_equivalence, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_misuse, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_autocast_lower, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_forward_known_values, mt_setup_session, mt_teardown_session),
+      cmocka_unit_test_setup_teardown(test_forward_all_dtypes, mt_setup_session, mt_teardown_session),
+      cmocka_unit_test_setup_teardown(test_gradcheck_f64, mt_setup_session, mt_teardown_session),
+      cmocka_unit_test_setup_teardown(test_backward_matches_f64, mt_setup_session, mt_teardown_session),
+      cmocka_unit_test_setup_teardown(test_nchw_nhwc_equivalence, mt_setup_session, mt_teardown_session),
+      cmocka_unit_test_setup_teardown(test_misuse, mt_setup_session, mt_teardown_session),
+      cmocka_unit_test_setup_teardown(test_autocast_lower, mt_setup_session, mt_teardown_session),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,26 +2,6 @@
  * every float dtype, strided inputs, broadcast batches, misuse, gradients. */
 #include "test_util.h"
 
-#define MT_FAILS2(call, status, n1, n2)                                                  \
-  do {                                                                                   \
-    MT_FAILS(call, status, n1);                                                          \
-    if (strstr(mixp_last_error(), (n2)) == NULL) {                                       \
-      print_error("%s: message \"%s\" lacks \"%s\"\n", #call, mixp_last_error(), (n2)); \
-      fail();                                                                            \
-    }                                                                                    \
-  } while (0)
-
-#define SENTINEL ((mixp_tensor *)(uintptr_t)0x3a7)
-
-static int setup(void **state) {
-  *state = mt_session();
-  return *state ? 0 : -1;
-}
-static int teardown(void **state) {
-  mixp_session_destroy((mixp_session *)*state);
-  return 0;
-}
-
 /* ---- reference ---------------------------------------------------------------- */
 
 /* c[M,N] = a[M,K] b[K,N]; also |a||b| sums for tolerances. */
@@ -376,10 +356,10 @@ static void test_matmul_batched(void **state) {
     int64_t bad[3] = {3, 4, 2};
     mixp_tensor *bb = NULL;
     MT_OK(mixp_tensor_zeros(s, dt, bad, 3, &bb));
-    c = SENTINEL;
+    c = MT_SENTINEL;
     MT_FAILS2(mixp_matmul(a3, bb, &c), MIXP_ERR_SHAPE, "mixp_matmul", "[2,3,4]");
     assert_non_null(strstr(mixp_last_error(), "[3,4,2]"));
-    assert_ptr_equal(c, SENTINEL);
+    assert_ptr_equal(c, MT_SENTINEL);
     mixp_tensor_release(bb);
 
     mixp_tensor_release(a2);
@@ -414,7 +394,7 @@ static void test_bmm(void **state) {
     mixp_tensor_release(b);
   }
   mixp_tensor *a = mt_tensor(s, MIXP_F32, av, as, 3), *b = mt_tensor(s, MIXP_F32, bv, bs, 3);
-  mixp_tensor *c = SENTINEL, *b2 = NULL, *a2 = NULL, *b64 = NULL;
+  mixp_tensor *c = MT_SENTINEL, *b2 = NULL, *a2 = NULL, *b64 = NULL;
   /* Batch mismatch: bmm does not broadcast. */
   int64_t b2s[3] = {1, 5, 2};
   MT_OK(mixp_tensor_zeros(s, MIXP_F32, b2s, 3, &b2));
@@ -434,7 +414,7 @@ static void test_bmm(void **state) {
   MT_FAILS(mixp_bmm(NULL, b, &c), MIXP_ERR_INVALID_ARGUMENT, "mixp_bmm");
   MT_FAILS(mixp_bmm(a, NULL, &c), MIXP_ERR_INVALID_ARGUMENT, "mixp_bmm");
   MT_FAILS2(mixp_bmm(a, b, NULL), MIXP_ERR_INVALID_ARGUMENT, "mixp_bmm", "out");
-  assert_ptr_equal(c, SENTINEL);
+  assert_ptr_equal(c, MT_SENTINEL);
   mixp_tensor_release(b64);
   mixp_tensor_release(a2);
   mixp_tensor_release(b2);
@@ -507,7 +487,7 @@ static void test_linear(void **state) {
   MT_OK(mixp_tensor_ones(s, MIXP_F32, bbad, 1, &b2));
   MT_OK(mixp_tensor_ones(s, MIXP_F64, ws, 2, &w64));
   MT_OK(mixp_tensor_ones(s, MIXP_I32, xs, 2, &xi));
-  mixp_tensor *y = SENTINEL;
+  mixp_tensor *y = MT_SENTINEL;
   MT_FAILS2(mixp_linear(x, w2, b, &y), MIXP_ERR_SHAPE, "mixp_linear", "[4,3]");
   assert_non_null(strstr(mixp_last_error(), "[5,4]"));
   MT_FAILS2(mixp_linear(x, w, b2, &y), MIXP_ERR_SHAPE, "mixp_linear", "[4]");
@@ -516,7 +496,7 @@ static void test_linear(void **state) {
   MT_FAILS(mixp_linear(NULL, w, b, &y), MIXP_ERR_INVALID_ARGUMENT, "mixp_linear");
   MT_FAILS(mixp_linear(x, NULL, b, &y), MIXP_ERR_INVALID_ARGUMENT, "mixp_linear");
   MT_FAILS2(mixp_linear(x, w, b, NULL), MIXP_ERR_INVALID_ARGUMENT, "mixp_linear", "out");
-  assert_ptr_equal(y, SENTINEL);
+  assert_ptr_equal(y, MT_SENTINEL);
   mixp_tensor_release(x);
   mixp_tensor_release(w);
   mixp_tensor_release(b);
@@ -531,7 +511,7 @@ static void test_linear(void **state) {
 static void test_matmul_errors(void **state) {
   mixp_session *s = (mixp_session *)*state;
   int64_t as[2] = {64, 784}, bs[2] = {512, 10};
-  mixp_tensor *a = NULL, *b = NULL, *c = SENTINEL;
+  mixp_tensor *a = NULL, *b = NULL, *c = MT_SENTINEL;
   MT_OK(mixp_tensor_zeros(s, MIXP_F32, as, 2, &a));
   MT_OK(mixp_tensor_zeros(s, MIXP_F32, bs, 2, &b));
   MT_FAILS2(mixp_matmul(a, b, &c), MIXP_ERR_SHAPE, "mixp_matmul", "[64,784]");
@@ -557,7 +537,7 @@ static void test_matmul_errors(void **state) {
   MT_FAILS(mixp_matmul(a, other, &c), MIXP_ERR_DEVICE, "mixp_matmul");
   mixp_tensor_release(other);
   mixp_session_destroy(s2);
-  assert_ptr_equal(c, SENTINEL);
+  assert_ptr_equal(c, MT_SENTINEL);
 
   mixp_tensor_release(ai);
   mixp_tensor_release(bi);
@@ -720,5 +700,5 @@ int main(void) {
       cmocka_unit_test(test_gradients),
       cmocka_unit_test(test_large_f32),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, mt_setup_session, mt_teardown_session);
 }

@@ -6,17 +6,6 @@
 
 #include "test_util.h"
 
-#define SENTINEL ((mixp_tensor *)(uintptr_t)0x3a7)
-
-static int setup(void **state) {
-  *state = mt_session();
-  return *state ? 0 : -1;
-}
-static int teardown(void **state) {
-  mixp_session_destroy((mixp_session *)*state);
-  return 0;
-}
-
 /* ---- reference ------------------------------------------------------------------ */
 
 typedef enum { MAXP, AVGP, ADAPT } kind;
@@ -427,9 +416,9 @@ typedef mixp_status (*pool_call)(const mixp_tensor *, const mixp_pool2d_options 
 
 #define POOL_FAILS(call, x, o, status, needle)          \
   do {                                                  \
-    mixp_tensor *out_ = SENTINEL;                       \
+    mixp_tensor *out_ = MT_SENTINEL;                       \
     MT_FAILS(call(x, o, &out_), status, needle);        \
-    assert_ptr_equal(out_, SENTINEL);                   \
+    assert_ptr_equal(out_, MT_SENTINEL);                   \
   } while (0)
 
 static void test_misuse_window_pools(void **state) {
@@ -487,7 +476,7 @@ static void test_misuse_adaptive(void **state) {
   mixp_tensor *e = NULL;
   MT_OK(mixp_tensor_zeros(s, MIXP_F32, es, 4, &e));
   MT_OK(mixp_cast(x, MIXP_I64, &xi));
-  mixp_tensor *out = SENTINEL;
+  mixp_tensor *out = MT_SENTINEL;
   MT_FAILS(mixp_adaptive_avg_pool2d(NULL, 1, 1, MIXP_NCHW, &out), MIXP_ERR_INVALID_ARGUMENT, "x");
   MT_FAILS(mixp_adaptive_avg_pool2d(x, 1, 1, MIXP_NCHW, NULL), MIXP_ERR_INVALID_ARGUMENT, "out is NULL");
   MT_FAILS(mixp_adaptive_avg_pool2d(x, 0, 1, MIXP_NCHW, &out), MIXP_ERR_INVALID_ARGUMENT, "out_h");
@@ -496,7 +485,7 @@ static void test_misuse_adaptive(void **state) {
   MT_FAILS(mixp_adaptive_avg_pool2d(x3, 1, 1, MIXP_NCHW, &out), MIXP_ERR_SHAPE, "x must be 4-D");
   MT_FAILS(mixp_adaptive_avg_pool2d(e, 1, 1, MIXP_NCHW, &out), MIXP_ERR_SHAPE, "non-empty");
   MT_FAILS(mixp_adaptive_avg_pool2d(xi, 1, 1, MIXP_NCHW, &out), MIXP_ERR_DTYPE, "x must be a float tensor");
-  assert_ptr_equal(out, SENTINEL);
+  assert_ptr_equal(out, MT_SENTINEL);
   mixp_tensor *all[4] = {x, x3, xi, e};
   for (int i = 0; i < 4; ++i) mixp_tensor_release(all[i]);
 }
@@ -518,17 +507,17 @@ static void test_empty_batch(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_options_init),
-      cmocka_unit_test_setup_teardown(test_forward_all_dtypes, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_gradcheck_f64, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_backward_other_dtypes, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_max_first_maximum, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_max_nan_and_ties_across_a_row, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_max_padded_windows_first_cell, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_nchw_nhwc_equivalence, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_nhwc_many_channels, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_misuse_window_pools, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_misuse_adaptive, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_empty_batch, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_forward_all_dtypes, mt_setup_session, mt_teardown_session),
+      cmocka_unit_test_setup_teardown(test_gradcheck_f64, mt_setup_session, mt_teardown_session),
+      cmocka_unit_test_setup_teardown(test_backward_other_dtypes, mt_setup_session, mt_teardown_session),
+      cmocka_unit_test_setup_teardown(test_max_first_maximum, mt_setup_session, mt_teardown_session),
+      cmocka_unit_test_setup_teardown(test_max_nan_and_ties_across_a_row, mt_setup_session, mt_teardown_session),
+      cmocka_unit_test_setup_teardown(test_max_padded_windows_first_cell, mt_setup_session, mt_teardown_session),
+      cmocka_unit_test_setup_teardown(test_nchw_nhwc_equivalence, mt_setup_session, mt_teardown_session),
+      cmocka_unit_test_setup_teardown(test_nhwc_many_channels, mt_setup_session, mt_teardown_session),
+      cmocka_unit_test_setup_teardown(test_misuse_window_pools, mt_setup_session, mt_teardown_session),
+      cmocka_unit_test_setup_teardown(test_misuse_adaptive, mt_setup_session, mt_teardown_session),
+      cmocka_unit_test_setup_teardown(test_empty_batch, mt_setup_session, mt_teardown_session),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

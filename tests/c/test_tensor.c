@@ -2,25 +2,7 @@
  * counting, metadata getters, item() and in-place copy_. */
 #include "test_util.h"
 
-#define MT_FAILS2(call, status, n1, n2)                                                  \
-  do {                                                                                   \
-    MT_FAILS(call, status, n1);                                                          \
-    if (strstr(mixp_last_error(), (n2)) == NULL) {                                       \
-      print_error("%s: message \"%s\" lacks \"%s\"\n", #call, mixp_last_error(), (n2)); \
-      fail();                                                                            \
-    }                                                                                    \
-  } while (0)
-
 #define SENTINEL ((mixp_tensor *)(uintptr_t)0x7e57)
-
-static int setup(void **state) {
-  *state = mt_session();
-  return *state ? 0 : -1;
-}
-static int teardown(void **state) {
-  mixp_session_destroy((mixp_session *)*state);
-  return 0;
-}
 
 static uint16_t f16_bits_of(mixp_tensor *t) {
   uint16_t b = 0;
@@ -848,5 +830,5 @@ int main(void) {
       cmocka_unit_test(test_dims_limits),
       cmocka_unit_test(test_copy_),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, mt_setup_session, mt_teardown_session);
 }

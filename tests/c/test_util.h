@@ -41,6 +41,16 @@
     }                                                                                    \
   } while (0)
 
+/* MT_FAILS, and the message also contains `n2`. */
+#define MT_FAILS2(call, status, n1, n2)                                                  \
+  do {                                                                                   \
+    MT_FAILS(call, status, n1);                                                          \
+    if (strstr(mixp_last_error(), (n2)) == NULL) {                                       \
+      print_error("%s: message \"%s\" lacks \"%s\"\n", #call, mixp_last_error(), (n2)); \
+      fail();                                                                            \
+    }                                                                                    \
+  } while (0)
+
 /* The device the suite runs on: MIXP_TEST_DEVICE ("cpu" when unset). */
 static inline const char *mt_device(void) {
   const char *dev = getenv("MIXP_TEST_DEVICE");
@@ -76,6 +86,17 @@ __attribute__((constructor)) static void mt_device_gate(void) {
   mixp_session_destroy(s);
 }
 
+/* Opens a one-thread session on `dev` and returns the status (*out is NULL
+ * on failure): for the suites that test device selection itself. */
+static inline mixp_status mt_open_device(const char *dev, mixp_session **out) {
+  mixp_session_options o;
+  mixp_session_options_init(&o);
+  o.device = dev;
+  o.num_threads = 1;
+  *out = NULL;
+  return mixp_session_create(&o, out);
+}
+
 static inline mixp_session *mt_session(void) {
   mixp_session_options o;
   mixp_session_options_init(&o);
@@ -89,6 +110,21 @@ static inline mixp_session *mt_session(void) {
   MT_OK(mixp_session_create(&o, &s));
   return s;
 }
+
+/* The fixtures of a suite whose tests share one mt_session() in *state
+ * (cmocka_unit_test_setup_teardown or cmocka_run_group_tests). */
+static inline int mt_setup_session(void **state) {
+  *state = mt_session();
+  return *state ? 0 : -1;
+}
+static inline int mt_teardown_session(void **state) {
+  mixp_session_destroy((mixp_session *)*state);
+  return 0;
+}
+
+/* An address no call hands out: a failed call must leave an out-parameter
+ * set to it untouched. */
+#define MT_SENTINEL ((mixp_tensor *)(uintptr_t)0x3a7)
 
 /* A CPU session of exactly `threads` threads (the default device, any seed),
  * for tests that compare results across thread counts. */

@@ -2,25 +2,7 @@
  * index arithmetic done here, storage sharing, misuse, and gradient checks. */
 #include "test_util.h"
 
-#define MT_FAILS2(call, status, n1, n2)                                                  \
-  do {                                                                                   \
-    MT_FAILS(call, status, n1);                                                          \
-    if (strstr(mixp_last_error(), (n2)) == NULL) {                                       \
-      print_error("%s: message \"%s\" lacks \"%s\"\n", #call, mixp_last_error(), (n2)); \
-      fail();                                                                            \
-    }                                                                                    \
-  } while (0)
-
 #define SENTINEL ((mixp_tensor *)(uintptr_t)0x71e3)
-
-static int setup(void **state) {
-  *state = mt_session();
-  return *state ? 0 : -1;
-}
-static int teardown(void **state) {
-  mixp_session_destroy((mixp_session *)*state);
-  return 0;
-}
 
 /* x[i] = i as F64 with the given shape. */
 static mixp_tensor *iota(mixp_session *s, const int64_t *shape, int ndim) {
@@ -495,5 +477,5 @@ int main(void) {
       cmocka_unit_test(test_views_share_storage),
       cmocka_unit_test(test_gradients),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, mt_setup_session, mt_teardown_session);
 }

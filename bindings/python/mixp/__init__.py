@@ -37,7 +37,7 @@ from . import dist
 from .state import save_state, load_state
 from .trace import trace, Trace
 from .profile import profile, Profile
-from .functional import (matmul, relu, gelu, sigmoid, tanh, softmax, log_softmax, cross_entropy,
+from .functional import (matmul, relu, gelu, gelu_tanh, sigmoid, tanh, softmax, log_softmax, cross_entropy,
                          mse_loss, cat, split)
 
 __version__ = capi.mixp_version()
@@ -59,7 +59,7 @@ __all__ = [
     "UnsupportedError", "InternalError", "dtype", "float32", "float16", "bfloat16", "float64",
     "int32", "int64", "uint8", "bool_", "Session", "default_session", "set_default_session",
     "no_grad", "Tensor", "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "arange", "rand",
-    "randn", "functional", "nn", "optim", "amp", "data", "dist", "matmul", "relu", "gelu", "sigmoid",
+    "randn", "functional", "nn", "optim", "amp", "data", "dist", "matmul", "relu", "gelu", "gelu_tanh", "sigmoid",
     "tanh", "softmax", "log_softmax", "cross_entropy", "mse_loss", "cat", "split", "build_info",
     "ops", "save_state", "load_state", "trace", "Trace", "profile", "Profile", "__version__",
 ]

@@ -8,7 +8,7 @@ from . import capi
 from .tensor import Tensor, _as_tensor
 
 __all__ = [
-    "matmul", "bmm", "linear", "relu", "gelu", "sigmoid", "tanh", "silu", "hardswish",
+    "matmul", "bmm", "linear", "relu", "gelu", "gelu_tanh", "sigmoid", "tanh", "silu", "hardswish",
     "hardsigmoid", "softmax", "log_softmax", "cross_entropy", "mse_loss", "dropout", "cat",
     "split", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm",
     "layer_norm", "group_norm", "embedding", "scaled_dot_product_attention", "pad",
@@ -46,6 +46,11 @@ relu = Tensor.relu
 def gelu(x, approximate="none"):
     approx = capi.MIXP_GELU_TANH if approximate == "tanh" else capi.MIXP_GELU_ERF
     return x._new(capi.mixp_gelu(x._h, approx))
+
+
+def gelu_tanh(x):
+    """GELU's tanh approximation (torch's gelu(x, approximate='tanh'); GPT-2's)."""
+    return x._new(capi.mixp_gelu_tanh(x._h))
 
 
 sigmoid = Tensor.sigmoid

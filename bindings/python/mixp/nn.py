@@ -70,6 +70,31 @@ class Module(Handle):
         capi.mixp_module_load_safetensors(self._h, opt, str(path), int(bool(strict)))
         return self
 
+    def load_hf_gpt2(self, path, optimizer=None):
+        """Imports Hugging Face GPT-2 weights into a zoo gpt made with
+        ``gelu=tanh``: ``path`` is the ``model.safetensors`` that
+        ``GPT2LMHeadModel.save_pretrained`` writes, or its directory. The
+        model's n_layer, n_embd, vocab and block_size must be the
+        checkpoint's (n_head too: it is in the checkpoint's config.json).
+        ``optimizer``: the optimizer holding fp32 masters of decorated (O2)
+        parameters, whose masters take the values too. The whole file is
+        checked first: a failed import changes nothing and raises the mixp
+        error naming the tensors. Returns self."""
+        opt = None if optimizer is None else optimizer._h
+        capi.mixp_model_load_hf_gpt2(self._h, opt, str(path))
+        return self
+
+    def save_hf_gpt2(self, directory, dtype=float32, optimizer=None):
+        """Writes ``directory/model.safetensors`` and ``directory/config.json``
+        in the Hugging Face GPT-2 layout, so that
+        ``transformers.GPT2LMHeadModel.from_pretrained(directory)`` reads the
+        model. ``dtype``: float32, float16 or bfloat16. ``optimizer``: the
+        optimizer holding fp32 masters of decorated parameters, which are
+        written instead of the half-precision parameters. Returns self."""
+        opt = None if optimizer is None else optimizer._h
+        capi.mixp_model_save_hf_gpt2(self._h, opt, str(directory), int(as_dtype(dtype)))
+        return self
+
     def eval(self):
         return self.train(False)
 

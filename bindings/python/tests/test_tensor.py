@@ -135,6 +135,15 @@ def test_operators_match_numpy():
     np.testing.assert_allclose((a + b_np).numpy(), a_np + b_np)
 
 
+def test_gelu_tanh_is_the_tanh_formula_and_gelus_tanh_approximation():
+    x_np = np.array([-4.0, -1.0, 0.0, 0.5, 2.0, 4.0])
+    x = mixp.from_numpy(x_np)  # float64: the formula to about 1e-15
+    want = 0.5 * x_np * (1 + np.tanh(np.sqrt(2 / np.pi) * (x_np + 0.044715 * x_np ** 3)))
+    np.testing.assert_allclose(mixp.gelu_tanh(x).numpy(), want, rtol=1e-13, atol=1e-15)
+    np.testing.assert_array_equal(mixp.functional.gelu_tanh(x).numpy(),
+                                  mixp.gelu(x, approximate="tanh").numpy())
+
+
 def test_views_indexing_and_reductions():
     a_np = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     a = mixp.from_numpy(a_np)

@@ -331,6 +331,11 @@ public final class Tensor extends NativeHandle {
     return make(out -> mixp.mixp_gelu(ptr(), 0, out), this);
   }
 
+  /** @return GELU's tanh approximation (PyTorch's approximate='tanh', GPT-2's) */
+  public Tensor geluTanh() {
+    return make(out -> mixp.mixp_gelu_tanh(ptr(), out), this);
+  }
+
   /** @return this converted to dtype d */
   public Tensor cast(DType d) {
     return make(out -> mixp.mixp_cast(ptr(), d.code, out), this);

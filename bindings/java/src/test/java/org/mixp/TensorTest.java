@@ -41,6 +41,7 @@ class TensorTest {
   void moreOps() {
     try (Tensor x = Tensor.fromFloats(s, new float[] {-4, -1, 0, 2, 4, 0.5f}, 2, 3);
          Tensor hs = x.hardswish();
+         Tensor gt = x.geluTanh();
          Tensor hg = x.hardsigmoid();
          Tensor si = x.silu();
          Tensor rs = x.rsub(1);
@@ -57,6 +58,12 @@ class TensorTest {
       assertArrayEquals(new float[] {0, -1f / 3, 0, 5f / 3, 4, 0.5f * 3.5f / 6}, hs.toFloats(), 1e-6f);
       assertArrayEquals(new float[] {0, 2f / 6, 0.5f, 5f / 6, 1, 3.5f / 6}, hg.toFloats(), 1e-6f);
       assertEquals(2 / (1 + Math.exp(-2)), si.toFloats()[3], 1e-6);
+      float[] xs = x.toFloats(), gts = gt.toFloats();
+      for (int i = 0; i < xs.length; ++i) { // float32: relative 1e-5 of the tanh formula
+        double v = xs[i];
+        double want = 0.5 * v * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (v + 0.044715 * v * v * v)));
+        assertEquals(want, gts[i], 1e-5 * Math.abs(want) + 1e-7, "gelu_tanh(" + v + ")");
+      }
       assertArrayEquals(new float[] {5, 2, 1, -1, -3, 0.5f}, rs.toFloats());
       assertArrayEquals(new float[] {-0.5f, -2, Float.POSITIVE_INFINITY, 1, 0.5f, 4}, rd.toFloats());
       assertArrayEquals(new float[] {-4, 2, -1, 4, 0, 0.5f}, pc.toFloats());
