@@ -74,8 +74,6 @@ std::vector<uint8_t> convert(DType from, const uint8_t *src, int64_t count, DTyp
   return out;
 }
 
-double value_at(DType t, const uint8_t *p) noexcept { return element_to_double(p, t); }
-
 bool same_values(DType a, const uint8_t *pa, DType b, const uint8_t *pb, int64_t n) noexcept {
   const size_t as = dtype_size(a), bs = dtype_size(b);
   for (int64_t i = 0; i < n; ++i)

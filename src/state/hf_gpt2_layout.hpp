@@ -31,9 +31,6 @@ Shape file_shape(const Shape &model_shape, bool conv1d);
 std::vector<uint8_t> convert(DType from, const uint8_t *src, int64_t count, DType to,
                              bool transpose, int64_t rows);
 
-// One float value of dtype t at p (F64, F32, F16, BF16).
-double value_at(DType t, const uint8_t *p) noexcept;
-
 // Whether n values of dtype a at pa equal those of dtype b at pb (floats).
 bool same_values(DType a, const uint8_t *pa, DType b, const uint8_t *pb, int64_t n) noexcept;
 

@@ -194,7 +194,7 @@ void check_causal_mask(const HfFile &f, const Entry &e, int64_t positions) {
   for (int64_t i = 0; i < positions; ++i)
     for (int64_t j = 0; j < positions; ++j) {
       const uint8_t *q = p + size_t(i * positions + j) * es;
-      const bool one = bytes ? *q != 0 : hf::value_at(t, q) != 0.0;
+      const bool one = bytes ? *q != 0 : element_to_double(q, t) != 0.0;
       if (one != (j <= i))
         fail(MIXP_ERR_SHAPE, f.what(), " does not fit: tensor '", e.name, "' is not the causal "
              "mask at [0, 0, ", i, ", ", j, "]: the gpt model's attention is causal");
