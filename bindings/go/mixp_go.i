@@ -13,9 +13,11 @@
  *   - shapes, dims and byte buffers are Go slices, read or written by C only
  *     during the call (Go memory holding no Go pointers: allowed by cgo);
  *   - arrays of tensors are []uintptr; lists of op names a NUL-joined string.
+ *   - DLPack managed tensors (C memory another native library produced or
+ *     will consume) are uintptr too; the idiomatic layer hands them out as
+ *     unsafe.Pointer (dlpack.go).
  * Not reachable from Go: mixp_tensor_borrow_host() (C would keep a Go
- * pointer), the DLPack functions (a Go host has no DLPack producer to talk
- * to; C and Python do) and the log callback (it would need a cgo export; warnings go to
+ * pointer) and the log callback (it would need a cgo export; warnings go to
  * stderr, the numerics report is readable with mixp_session_numerics_report()).
  */
 
@@ -131,6 +133,8 @@ MIXP_GO_HANDLE(mixp_loader)
 MIXP_GO_HANDLE(mixp_trace)
 MIXP_GO_HANDLE(mixp_profile)
 MIXP_GO_HANDLE(mixp_dist)
+MIXP_GO_HANDLE(DLManagedTensor)
+MIXP_GO_HANDLE(DLManagedTensorVersioned)
 
 /* split(): one output per entry of sizes (arg3); a short slice becomes NULL
  * so that mixp reports it instead of writing past the Go memory. */
@@ -230,9 +234,3 @@ MIXP_GO_NAMES(exclude_ops, n_exclude)
  * cgo export: these two stay C-only (see the file comment). */
 %ignore mixp_tensor_borrow_host;
 %ignore mixp_session_set_log_callback;
-%ignore mixp_tensor_from_dlpack;
-%ignore mixp_tensor_from_dlpack_versioned;
-%ignore mixp_tensor_to_dlpack;
-%ignore mixp_tensor_to_dlpack_versioned;
-%ignore mixp_dlpack_release;
-%ignore mixp_dlpack_release_versioned;

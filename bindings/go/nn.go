@@ -103,6 +103,32 @@ func (m *Module) SetTraining(on bool) error {
 	return err
 }
 
+// LoadHFGPT2 imports Hugging Face GPT-2 weights into a zoo gpt made with
+// gelu=tanh: path is the model.safetensors that GPT2LMHeadModel's
+// save_pretrained writes, or its directory (with config.json, which is
+// checked). opt, when not nil, is the optimizer holding fp32 masters of
+// decorated (O2) parameters: the masters take the file's values too. The
+// whole file is checked first; a failed import changes nothing and its
+// error names the tensors.
+func (m *Module) LoadHFGPT2(path string, opt *Optimizer) error {
+	err := check(raw.Mixp_model_load_hf_gpt2(m.p(), opt.p(), path))
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(opt)
+	return err
+}
+
+// SaveHFGPT2 writes dir/model.safetensors and dir/config.json in the
+// Hugging Face GPT-2 layout (transformers' GPT2LMHeadModel.from_pretrained
+// reads them), values rounded once to dtype (F32, F16 or BF16). opt, when
+// not nil, holds fp32 masters, which are written instead of the
+// half-precision parameters.
+func (m *Module) SaveHFGPT2(dir string, dtype DType, opt *Optimizer) error {
+	err := check(raw.Mixp_model_save_hf_gpt2(m.p(), opt.p(), dir, raw.Mixp_dtype(dtype)))
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(opt)
+	return err
+}
+
 // closeAll closes every tensor of ts (nil entries are skipped).
 func closeAll(ts []*Tensor) {
 	for _, t := range ts {

@@ -14,9 +14,10 @@
  *   - shapes and dims are long[]/int[], host memory byte[], tensor lists
  *     long[], op-name lists String[]; JNI copies them in and out during the
  *     call, C keeps nothing.
+ *   - DLPack managed tensors (C structs another native library produced or
+ *     will consume) are `long` addresses too (org.mixp.DLPack).
  * Not reachable from Java: mixp_tensor_borrow_host() (the JVM may move a
- * Java array; use from-host copies), the DLPack functions (pointers to
- * foreign structs; C and Python exchange through them) and the log callback (warnings go to
+ * Java array; use from-host copies) and the log callback (warnings go to
  * stderr; mixp_session_numerics_report() is readable).
  */
 
@@ -115,6 +116,8 @@ MIXP_JAVA_HANDLE(mixp_loader)
 MIXP_JAVA_HANDLE(mixp_trace)
 MIXP_JAVA_HANDLE(mixp_profile)
 MIXP_JAVA_HANDLE(mixp_dist)
+MIXP_JAVA_HANDLE(DLManagedTensor)
+MIXP_JAVA_HANDLE(DLManagedTensorVersioned)
 
 /* split(): one output per entry of sizes (arg3 = n). */
 %typemap(jni) mixp_tensor **outs "jlongArray"
@@ -262,10 +265,4 @@ MIXP_JAVA_NAMES(exclude_ops, n_exclude)
 /* The JVM may move a Java array, and a native callback would need a global
  * JNI reference per session: these two stay C-only (see the file comment). */
 %ignore mixp_tensor_borrow_host;
-%ignore mixp_tensor_from_dlpack;
-%ignore mixp_tensor_from_dlpack_versioned;
-%ignore mixp_tensor_to_dlpack;
-%ignore mixp_tensor_to_dlpack_versioned;
-%ignore mixp_dlpack_release;
-%ignore mixp_dlpack_release_versioned;
 %ignore mixp_session_set_log_callback;

@@ -82,4 +82,36 @@ public final class Module extends NativeHandle {
       Reference.reachabilityFence(this);
     }
   }
+
+  /**
+   * Imports Hugging Face GPT-2 weights into a zoo gpt made with gelu=tanh:
+   * path is the model.safetensors that GPT2LMHeadModel's save_pretrained
+   * writes, or its directory (with config.json, which is checked). opt, when
+   * not null, holds fp32 masters of decorated (O2) parameters, which take the
+   * file's values too. The whole file is checked first: a failed import
+   * changes nothing and its exception names the tensors.
+   */
+  public void loadHfGpt2(String path, Optimizer opt) {
+    try {
+      mixp.mixp_model_load_hf_gpt2(ptr(), Tensor.p(opt), path);
+    } finally {
+      Reference.reachabilityFence(this);
+      Reference.reachabilityFence(opt);
+    }
+  }
+
+  /**
+   * Writes dir/model.safetensors and dir/config.json in the Hugging Face
+   * GPT-2 layout (transformers reads them), values rounded once to dtype
+   * (F32, F16 or BF16). opt, when not null, holds fp32 masters, which are
+   * written instead of the half-precision parameters.
+   */
+  public void saveHfGpt2(String dir, DType dtype, Optimizer opt) {
+    try {
+      mixp.mixp_model_save_hf_gpt2(ptr(), Tensor.p(opt), dir, dtype.code);
+    } finally {
+      Reference.reachabilityFence(this);
+      Reference.reachabilityFence(opt);
+    }
+  }
 }

@@ -205,6 +205,16 @@ public final class Tensor extends NativeHandle {
     }
   }
 
+  /** Copies src's values into this tensor, in place (same shape; dtypes may differ). */
+  public void copyFrom(Tensor src) {
+    try {
+      mixp.mixp_tensor_copy_(ptr(), p(src));
+    } finally {
+      Reference.reachabilityFence(this);
+      Reference.reachabilityFence(src);
+    }
+  }
+
   /** Differentiates this scalar into every leaf that requires grad. */
   public void backward() {
     try {
