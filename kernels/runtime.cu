@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "cuda_backend.hpp"
 #include "libs.hpp"
+#include "library_origins.hpp"
 
 namespace mixp::cuda {
 
@@ -82,7 +83,7 @@ void init_runtime(int device, cudaStream_t *stream, CudaBackend::Libs &L) {
                 prop.name, L.sm, double(prop.totalGlobalMem) / double(1ull << 30), drv / 1000,
                 (drv % 1000) / 10, rt / 1000, (rt % 1000) / 10, cublasLtGetVersion(),
                 cudnnGetVersion());
-  L.description = desc;
+  L.description = std::string(desc) + "; " + library_origins();
 
   // Non-blocking: never serialised with the legacy default stream that other
   // code in the process may use.

@@ -60,7 +60,20 @@ if(TARGET mixp_python AND NOT MIXP_SANITIZE)
   add_test(NAME python_wheel_manylinux
     COMMAND ${MIXP_PY_TEST_DIR}/wheel.sh ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/wheel
             ${MIXP_PYTHON_EXECUTABLE})
-  set_tests_properties(python_wheel_manylinux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1200)
+  set_tests_properties(python_wheel_manylinux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1200
+                       FIXTURES_SETUP mixp_cpu_wheel)
+endif()
+
+# The GPU for pip: the mixp-cuda13 wheel (bindings/python-cuda) made from
+# this build's plugin, inspected (links, RUNPATH into NVIDIA's wheels),
+# repaired, and installed with the CPU wheel above and NVIDIA's wheels from
+# PyPI into a fresh environment (downloads ~1.3 GB; 2-4 minutes).
+if(TARGET mixp_python AND TARGET mixp_cuda AND NOT MIXP_SANITIZE)
+  add_test(NAME python_cuda_wheel
+    COMMAND ${MIXP_PY_TEST_DIR}/cuda_wheel.sh ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/cuda_wheel
+            ${MIXP_PYTHON_EXECUTABLE} $<TARGET_FILE:mixp_cuda> ${CMAKE_CURRENT_BINARY_DIR}/wheel/repaired)
+  set_tests_properties(python_cuda_wheel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1200
+                       FIXTURES_REQUIRED mixp_cpu_wheel)
 endif()
 
 # The bindings' native libraries export their language's entry points only.

@@ -21,6 +21,7 @@ library's message.
 """
 
 from . import capi
+from . import _cuda_plugin
 from .errors import (Error, InvalidArgumentError, ShapeError, DTypeError, DeviceError,
                      OutOfMemoryError, StateError, CorruptError, IOError_, NumericError,
                      UnsupportedError, InternalError)
@@ -41,11 +42,14 @@ from .functional import (matmul, relu, gelu, gelu_tanh, sigmoid, tanh, softmax, 
                          mse_loss, cat, split)
 
 __version__ = capi.mixp_version()
+_cuda_plugin_path, _cuda_plugin_origin = _cuda_plugin.select(__version__)
 
 
 def build_info():
-    """One line: version, commit, compiler, backends."""
-    return capi.mixp_build_info()
+    """One line: version, commit, compiler, backends, and which CUDA plugin a
+    cuda session loads (a session's ``device_note`` then names the files its
+    cuBLAS and cuDNN were loaded from)."""
+    return f"{capi.mixp_build_info()}; cuda plugin: {_cuda_plugin_origin}"
 
 
 def ops():
