@@ -9,6 +9,7 @@
 #   PHASE=bench      tools/gpu-check.sh [OUT_DIR]
 #   PHASE=models     tools/gpu-check.sh [OUT_DIR]
 #   PHASE=profile    tools/gpu-check.sh [OUT_DIR]
+#   PHASE=wheel      tools/gpu-check.sh [OUT_DIR]     (the mixp-cuda13 wheel on PyTorch's NVIDIA libraries)
 #
 # OUT_DIR receives its files rewritten after every step so that a phase
 # killed half-way leaves what it did: gpu-report.md (environment, then one
@@ -17,8 +18,9 @@
 # The logs themselves stay in $BUILD_DIR/gpu-check-logs.
 #
 # Environment:
-#   PHASE            build | test | bench | models | profile | all (= every
-#                    one, in that order); a comma list runs several in order.
+#   PHASE            build | test | bench | models | profile | wheel | all (=
+#                    every one but wheel, in that order); a comma list runs
+#                    several in order.
 #                    The phases after build build first when the build is
 #                    missing (a fresh machine).
 #   MIXP_DEPS_PREFIX where oneDNN, CMocka and zlib headers/libraries were
@@ -75,8 +77,8 @@ pack_logs() { tar -czf "$OUT_DIR/gpu-logs.tar.gz.tmp" -C "$BUILD_DIR" gpu-check-
 secs_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN{printf "%.0f", b-a}'; }
 
 for p in ${PHASES//,/ }; do
-  case $p in build|test|bench|models|profile) ;;
-    *) echo "gpu-check.sh: unknown PHASE '$p' (build, test, bench, models, profile or all)" >&2; exit 2 ;; esac
+  case $p in build|test|bench|models|profile|wheel) ;;
+    *) echo "gpu-check.sh: unknown PHASE '$p' (build, test, bench, models, profile, wheel or all)" >&2; exit 2 ;; esac
 done
 
 # ---- dependencies: an unpacked prefix, cuDNN, the compiler ----------------------------
@@ -334,6 +336,29 @@ phase_profile() {
   fi
   report "- $(secs_since "$t0") s; exit status $rc"
   [ $rc -eq 0 ] || say "mixp-bench --profile exited with $rc (see profile.txt, profile-stderr.txt)"
+  return $rc
+}
+
+# The mixp-cuda13 wheel that tools/gpu-deps.sh made (MIXP_DEPS_DEBS/wheels),
+# unpacked beside the NVIDIA libraries of PyTorch's wheels (the same
+# site-packages/nvidia/* its RUNPATH names), then the quick start trained on
+# cuda through it, with no CUDA folder on LD_LIBRARY_PATH: the device note
+# must name those files.
+phase_wheel() {
+  report ""; report "## The mixp-cuda13 wheel on PyTorch's NVIDIA libraries (started $(date -u +%H:%M:%S))"; report ""
+  local whl site dir rc=0
+  whl=$(ls "${MIXP_DEPS_DEBS:-$SRC/gpu-deps}"/wheels/mixp_cuda13-*.whl 2>/dev/null | head -1)
+  [ -n "$whl" ] || { report "- no wheel carried (tools/gpu-deps.sh makes it from a built plugin)"; return 1; }
+  site=$("${PY:-python3}" -c 'import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0]))' 2>/dev/null) ||
+    { report "- no site-packages/nvidia (PyTorch's NVIDIA wheels) found"; return 1; }
+  dir=$site/mixp_cuda13
+  rm -rf "$dir" && "${PY:-python3}" -m zipfile -e "$whl" "$site" || { report "- could not unpack $whl into $site"; return 1; }
+  say "== mixp-train --device cuda through $dir/libmixp_cuda.so"
+  env LD_LIBRARY_PATH="${DEPS_LIB:-}" MIXP_BACKEND_PATH="$dir/libmixp_cuda.so" \
+    "$BUILD_DIR/tools/mixp-train" --device cuda --data synthetic --epochs 2 > "$LOG/wheel.txt" 2>&1 || rc=$?
+  report '```'; head -c 4000 "$LOG/wheel.txt" >> "$REPORT"; report '```'
+  grep -q "cuDNN from $site/nvidia/cudnn" "$LOG/wheel.txt" || { say "the device note does not name PyTorch's cuDNN"; rc=1; }
+  report "- $(basename "$whl") in $site: exit status $rc"
   return $rc
 }
 

@@ -22,6 +22,12 @@
 #   zlib1g-dev               zlib.h (checkpoints); its libz.so is an absolute
 #                            link to Debian's libz.so.1.2.13, so the build
 #                            links the GPU machine's own libz.so.1 instead
+#   wheels/mixp_cuda13-*.whl the mixp-cuda13 wheel made here from this tree's
+#                            built plugin (build/libmixp_cuda.so, or
+#                            MIXP_CUDA_PLUGIN=FILE), when there is one: the
+#                            GPU machine has no scikit-build-core or patchelf;
+#                            tools/gpu-check.sh's wheel phase installs it
+#                            beside PyTorch's NVIDIA libraries
 set -euo pipefail
 PACKAGES=(libdnnl2 libdnnl-dev ocl-icd-libopencl1 libcmocka0 libcmocka-dev zlib1g-dev libdlpack-dev)
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -62,6 +68,29 @@ fetch() {
   fi
   (cd "$dir" && sha256sum ./*.deb > SHA256SUMS)
   echo "gpu-deps.sh: $(ls "$dir"/*.deb | wc -l) packages, $(du -sh "$dir" | cut -f1) in $dir"
+  cuda_wheel "$dir"
+}
+
+# The mixp-cuda13 wheel (bindings/python-cuda) from an already built plugin
+# of this tree; not fatal when there is none (the wheel phase then says so).
+cuda_wheel() {
+  local dir=$1 plugin=${MIXP_CUDA_PLUGIN:-$REPO/build/libmixp_cuda.so}
+  # Debian's interpreter, where the README's pip line installs the build tools.
+  local py=${PYTHON:-$(command -v /usr/bin/python3 || command -v python3)}
+  rm -rf "$dir/wheels"
+  if [ ! -f "$plugin" ]; then
+    echo "gpu-deps.sh: no $plugin: no mixp-cuda13 wheel carried (build the tree first)"
+    return 0
+  fi
+  if "$py" -m pip wheel -q --no-build-isolation --no-deps -w "$dir/wheels" \
+       --config-settings=cmake.define.MIXP_CUDA_PLUGIN="$plugin" \
+       --config-settings=build-dir="$dir/wheels/build" "$REPO/bindings/python-cuda" >/dev/null 2>&1; then
+    rm -rf "$dir/wheels/build"
+    echo "gpu-deps.sh: $(basename "$(ls "$dir"/wheels/mixp_cuda13-*.whl)") from $plugin"
+  else
+    rm -rf "$dir/wheels"
+    echo "gpu-deps.sh: could not build the mixp-cuda13 wheel (needs scikit-build-core and patchelf)" >&2
+  fi
 }
 
 if [ "${1:-}" = "--unpack" ]; then
