@@ -37,6 +37,11 @@
 #   CMAKE_ARGS       passed to cmake's configure step (word-split).
 #   BUILD_DIR        default build-gpu.  JOBS: default nproc.
 #   BUILD_TARGETS    default: everything; e.g. "mixp mixp_cuda test_cuda_parity".
+#   PLUGIN_TARGET    what the build makes first, so that CUDA errors come
+#                    early (default mixp_cuda; one object such as
+#                    kernels/CMakeFiles/mixp_cuda.dir/runtime.cu.o checks the
+#                    CUDA flags without the whole plugin, as CI's
+#                    tests/gpu/check_deps_prefix_build.sh does).
 #   CPU_TESTS=1      also run the CPU tests (CI runs them; skipped by default).
 #   TEST_JOBS        suites run at once on the GPU (default 4); TEST_TIMEOUT
 #                    seconds a suite may run (default 240).
@@ -223,13 +228,14 @@ phase_build() {
   fi
   report "- configure: $(secs_since "$t0") s ($(grep -E 'mixp: cuDNN' "$LOG/configure.txt" | sed 's/^-- //'))"
   pack_logs
-  say "== build: libmixp_cuda.so first, then ${BUILD_TARGETS:-everything} (-j$JOBS)"
+  local plugin=${PLUGIN_TARGET:-mixp_cuda}
+  say "== build: $plugin first, then ${BUILD_TARGETS:-everything} (-j$JOBS)"
   t0=$(date +%s.%N)
-  if ! cmake --build "$BUILD_DIR" --target mixp_cuda -j"$JOBS" > "$LOG/build-plugin.txt" 2>&1; then
-    say "build of libmixp_cuda.so FAILED"; report "- libmixp_cuda.so FAILED:"; report '```'
+  if ! cmake --build "$BUILD_DIR" --target "$plugin" -j"$JOBS" > "$LOG/build-plugin.txt" 2>&1; then
+    say "build of $plugin FAILED"; report "- $plugin FAILED:"; report '```'
     grep -E 'error|Error' "$LOG/build-plugin.txt" | head -30 >> "$REPORT"; report '```'; return 1
   fi
-  report "- libmixp_cuda.so: $(secs_since "$t0") s"
+  report "- $plugin: $(secs_since "$t0") s"
   pack_logs
   t0=$(date +%s.%N)
   local targets=()
