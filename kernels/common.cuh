@@ -256,22 +256,7 @@ void for_row_pieces(int64_t rows, F &&launch, int64_t multiple = 1) {
 // reported at once; faults inside a kernel surface at the next sync).
 #define MIXP_CUDA_LAUNCHED() MIXP_CUDA_CHECK(cudaGetLastError())
 
-// Scratch device memory ordered on the stream, from the session's own pool
-// (CudaBackend::allocate: the process's default pool, which other libraries
-// in the process own and tune, is never touched): returned to the pool
-// after the kernels that use it, so it never waits for the device.
-struct Scratch {
-  void *p = nullptr;
-  size_t n = 0;
-  CudaBackend &be;
-  Scratch(CudaBackend &backend, size_t nbytes) : n(nbytes), be(backend) {
-    if (nbytes) p = be.allocate(nbytes);
-  }
-  ~Scratch() { be.deallocate(p, n); }
-  Scratch(const Scratch &) = delete;
-  Scratch &operator=(const Scratch &) = delete;
-  template <class T> T *as() const { return static_cast<T *>(p); }
-};
+// Scratch (stream-ordered device scratch) is in cuda_backend.hpp.
 
 // ---- block reductions -------------------------------------------------------------
 

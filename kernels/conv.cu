@@ -94,15 +94,6 @@ struct Descs {
   Descs &operator=(const Descs &) = delete;
 };
 
-cudnnHandle_t dnn(CudaBackend &be) {
-  CudaBackend::Libs &L = be.libs();
-  if (!L.dnn) {
-    MIXP_CUDNN_CHECK(cudnnCreate(&L.dnn));
-    MIXP_CUDNN_CHECK(cudnnSetStream(L.dnn, be.stream()));
-  }
-  return L.dnn;
-}
-
 ConvKey key_of(const Conv2dGeom &g, DType dt, Dir dir) {
   ConvKey k;
   k.v = {g.n, g.c_in, g.h, g.w, g.c_out, g.kh, g.kw, g.oh, g.ow, g.stride_h, g.stride_w, g.pad_h,
@@ -129,7 +120,7 @@ int algo_for(CudaBackend &be, const Conv2dGeom &g, DType dt, Dir dir, const Desc
   auto &cache = be.libs().conv_algos;
   const ConvKey key = key_of(g, dt, dir);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  cudnnHandle_t h = dnn(be);
+  cudnnHandle_t h = cudnn_handle(be);
   int algo = 0, count = 0;
   switch (dir) {
     case Dir::Fwd: {
@@ -348,11 +339,11 @@ void CudaBackend::conv2d(const Conv2dGeom &g, const View &x, const View &w, cons
       const int algo = algo_for(*this, pg, x.dtype, Dir::Fwd, d);
       size_t ws = 0;
       MIXP_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
-          dnn(*this), d.x, d.w, d.conv, d.y, cudnnConvolutionFwdAlgo_t(algo), &ws));
+          cudnn_handle(*this), d.x, d.w, d.conv, d.y, cudnnConvolutionFwdAlgo_t(algo), &ws));
       Scratch scratch(*this, ws);
       Scales s(x.dtype);
       MIXP_CUDNN_CHECK(cudnnConvolutionForward(
-          dnn(*this), s.one(), d.x, at_image(x, n0, g.c_in * g.h * g.w), d.w, filter, d.conv,
+          cudnn_handle(*this), s.one(), d.x, at_image(x, n0, g.c_in * g.h * g.w), d.w, filter, d.conv,
           cudnnConvolutionFwdAlgo_t(algo), scratch.p, ws, s.zero(), d.y,
           at_image_mut(y, n0, g.c_out * g.oh * g.ow)));
     });
@@ -393,11 +384,11 @@ void CudaBackend::conv2d_backward_data(const Conv2dGeom &g, const View &gy, cons
     const int algo = cudnn_algo(*this, pg, gy.dtype, Dir::BwdData, d);
     size_t ws = 0;
     MIXP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-        dnn(*this), d.w, d.y, d.conv, d.x, cudnnConvolutionBwdDataAlgo_t(algo), &ws));
+        cudnn_handle(*this), d.w, d.y, d.conv, d.x, cudnnConvolutionBwdDataAlgo_t(algo), &ws));
     Scratch scratch(*this, ws);
     Scales s(gy.dtype);
     MIXP_CUDNN_CHECK(cudnnConvolutionBackwardData(
-        dnn(*this), s.one(), d.w, filter, d.y, at_image(gy, n0, g.c_out * g.oh * g.ow), d.conv,
+        cudnn_handle(*this), s.one(), d.w, filter, d.y, at_image(gy, n0, g.c_out * g.oh * g.ow), d.conv,
         cudnnConvolutionBwdDataAlgo_t(algo), scratch.p, ws, s.zero(), d.x,
         at_image_mut(gx, n0, g.c_in * g.h * g.w)));
   });
@@ -428,12 +419,12 @@ void CudaBackend::conv2d_backward_weights(const Conv2dGeom &g, const View &x, co
     const int algo = cudnn_algo(*this, pg, x.dtype, Dir::BwdFilter, d);
     size_t ws = 0;
     MIXP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-        dnn(*this), d.x, d.y, d.conv, d.w, cudnnConvolutionBwdFilterAlgo_t(algo), &ws));
+        cudnn_handle(*this), d.x, d.y, d.conv, d.w, cudnnConvolutionBwdFilterAlgo_t(algo), &ws));
     Scratch scratch(*this, ws);
     Scales s(x.dtype);
     // Later pieces add their part of the sum over images (beta = 1).
     MIXP_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-        dnn(*this), s.one(), d.x, at_image(x, n0, g.c_in * g.h * g.w), d.y,
+        cudnn_handle(*this), s.one(), d.x, at_image(x, n0, g.c_in * g.h * g.w), d.y,
         at_image(gy, n0, g.c_out * g.oh * g.ow), d.conv, cudnnConvolutionBwdFilterAlgo_t(algo),
         scratch.p, ws, first ? s.zero() : s.one(), d.w, filter));
   });

@@ -17,6 +17,8 @@
 //                   clip_coefficient, scale_grads (multi-tensor apply)
 //   optim.cu        sgd_step, adam_step (fused SGD / Adam(W), backend/optimizer_args.hpp)
 //   conv.cu         conv2d (+backward) through cuDNN
+//   attention.cpp   attention_forward/backward: cuDNN's fused SDPA through
+//                   the cuDNN frontend (only with its headers, else declined)
 //   pool.cu norm.cu embedding.cu
 //   timing.cu       timing_mark, timing_elapsed_ms, timing_reset (profiler)
 //   collectives.cpp clique_id, clique_join/leave, all_reduce (also overlapped,
@@ -158,6 +160,12 @@ class CudaBackend final : public Backend,
   void embedding_backward(const View &gy, const View &indices, int64_t padding_idx,
                           const View &gw) override;
 
+#ifdef MIXP_HAVE_CUDNN_FRONTEND
+  // attention.cpp: F16/BF16 cases cuDNN's engines run; the rest declined.
+  bool attention_forward(const AttentionArgs &a) override;
+  bool attention_backward(const AttentionArgs &a) override;
+#endif
+
   DeviceCollectives *collectives() noexcept override { return this; }
   DeviceTimer *timer() noexcept override { return this; }
   DeviceMemoryStats *memory_stats() noexcept override { return this; }
@@ -229,5 +237,27 @@ class CudaBackend final : public Backend,
   // graph long after the host call (a training loop repeats the same few).
   std::vector<IndexCheckInfo> checks_;
 };
+
+// Scratch device memory ordered on the stream, from the session's own pool
+// (CudaBackend::allocate: the process's default pool, which other libraries
+// in the process own and tune, is never touched): returned to the pool
+// after the kernels that use it, so it never waits for the device.
+struct Scratch {
+  void *p = nullptr;
+  size_t n = 0;
+  CudaBackend &be;
+  Scratch(CudaBackend &backend, size_t nbytes) : n(nbytes), be(backend) {
+    if (nbytes) p = be.allocate(nbytes);
+  }
+  ~Scratch() { be.deallocate(p, n); }
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  template <class T> T *as() const { return static_cast<T *>(p); }
+};
+
+// random.cu: dst[0] = seed, dst[1] = offset (device memory), written by a
+// one-thread kernel on the stream: no upload to wait for (cuDNN's dropout
+// reads its Philox seed and offset from device memory).
+void write_philox_args(CudaBackend &be, int64_t *dst, uint64_t seed, uint64_t offset);
 
 }  // namespace mixp::cuda

@@ -3,11 +3,15 @@
 // Row-major mixp operands are handed to column-major cuBLASLt as the
 // transposed product: C^T (n x m) = B^T (n x k) * A^T (k x m), so no data
 // moves. The algorithm is chosen once per (shape, dtype, layout, epilogue,
-// alignment) by the heuristic and cached in Libs::gemm_plans. Sizes are
+// alignment) and cached in Libs::gemm_plans: the heuristic's first answer,
+// or with MIXP_CUBLASLT_AUTOTUNE=1 the fastest of its first kCandidates
+// timed on the problem itself (see fastest_candidate). Sizes are
 // 64-bit throughout: cuBLASLt's layouts take them as such, the fallback uses
 // the _64 API, and batches beyond cuBLASLt's int32 count run in pieces.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "common.cuh"
 #include "libs.hpp"
@@ -180,9 +184,11 @@ void describe_matmul(GemmPlan &p, const GemmForm &f) {
       p.op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &bias_stride, sizeof bias_stride));
 }
 
-// The heuristic's algorithm for the described plan, under the workspace and
-// the operands' alignments; false when cuBLASLt has none.
-bool choose_algorithm(CudaBackend::Libs &L, GemmPlan &p, const GemmArgs &g) {
+// Up to n of the heuristic's algorithms for the described plan, best
+// first, under the workspace and the operands' alignments; 0 when cuBLASLt
+// has none.
+int heuristic_candidates(CudaBackend::Libs &L, GemmPlan &p, const GemmArgs &g,
+                         cublasLtMatmulHeuristicResult_t *out, int n) {
   cublasLtMatmulPreference_t pref = nullptr;
   MIXP_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   uint64_t ws = L.workspace_bytes;
@@ -198,29 +204,90 @@ bool choose_algorithm(CudaBackend::Libs &L, GemmPlan &p, const GemmArgs &g) {
                                        sizeof al_c);
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c,
                                        sizeof al_c);
-  cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(L.lt, p.op, p.a, p.b, p.c, p.c, pref, 1,
-                                                     &result, &found);
+  cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(L.lt, p.op, p.a, p.b, p.c, p.c, pref, n, out,
+                                                     &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (hs != CUBLAS_STATUS_SUCCESS || found == 0) return false;
-  p.algo = result.algo;
-  p.workspace = result.workspaceSize;
-  return true;
+  return hs == CUBLAS_STATUS_SUCCESS ? found : 0;
+}
+
+// MIXP_CUBLASLT_AUTOTUNE=1 (read once per process): time the heuristic's
+// candidates instead of taking its first. Off by default: the winner of a
+// timing can change from run to run (clocks, other work on the GPU), and
+// algorithms differ in how they split and add the k sum, so the same
+// program would no longer give the same bits every run; the timing also
+// waits for the GPU once per new shape (not inside a CUDA graph capture).
+bool autotune_enabled() {
+  static const bool on = [] {
+    const char *e = std::getenv("MIXP_CUBLASLT_AUTOTUNE");
+    return e != nullptr && std::strcmp(e, "1") == 0;
+  }();
+  return on;
+}
+constexpr int kCandidates = 8, kTimedRuns = 5;
+
+// The index of the fastest candidate on this very problem: each runs once
+// to warm up, then kTimedRuns times between two events. The products go to
+// a scratch D with C's layout, so C is only read (as beta asks).
+int fastest_candidate(CudaBackend &be, const GemmPlan &p, const GemmArgs &g, const GemmForm &f,
+                      const cublasLtMatmulHeuristicResult_t *cand, int n) {
+  CudaBackend::Libs &L = be.libs();
+  const int64_t extent = (g.batch - 1) * g.c_batch + (g.m - 1) * f.lc.ld + g.n;
+  Scratch d(be, size_t(extent) * dtype_size(g.dtype));
+  const double alpha_d = g.alpha, beta_d = g.beta;
+  const float alpha_f = g.alpha, beta_f = g.beta;
+  const void *alpha = f.f64 ? static_cast<const void *>(&alpha_d) : &alpha_f;
+  const void *beta = f.f64 ? static_cast<const void *>(&beta_d) : &beta_f;
+  if (f.fused_bias)
+    MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                     &g.bias, sizeof g.bias));
+  cudaEvent_t ev[2];
+  MIXP_CUDA_CHECK(cudaEventCreate(&ev[0]));
+  MIXP_CUDA_CHECK(cudaEventCreate(&ev[1]));
+  int best = -1;
+  float best_ms = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    auto run = [&] {
+      return cublasLtMatmul(L.lt, p.op, alpha, g.b, p.a, g.a, p.b, beta, g.c, p.c, d.p, p.c,
+                            &cand[i].algo, L.workspace, cand[i].workspaceSize, be.stream());
+    };
+    if (run() != CUBLAS_STATUS_SUCCESS) continue;  // a candidate that cannot run here
+    cudaEventRecord(ev[0], be.stream());
+    for (int r = 0; r < kTimedRuns; ++r) (void)run();
+    cudaEventRecord(ev[1], be.stream());
+    float ms = 0.0f;
+    if (cudaEventSynchronize(ev[1]) == cudaSuccess &&
+        cudaEventElapsedTime(&ms, ev[0], ev[1]) == cudaSuccess && (best < 0 || ms < best_ms)) {
+      best = i;
+      best_ms = ms;
+    }
+  }
+  be.note_host_sync();
+  cudaEventDestroy(ev[0]);
+  cudaEventDestroy(ev[1]);
+  return best < 0 ? 0 : best;  // none ran: the heuristic's first, whose call will say why
 }
 
 // A new plan; one without descriptors (p.op null) means "fall back to the
 // classic GEMM".
-GemmPlan make_plan(CudaBackend::Libs &L, const GemmArgs &g, const GemmForm &f) {
+GemmPlan make_plan(CudaBackend &be, const GemmArgs &g, const GemmForm &f) {
   GemmPlan p;
   try {
     describe_matmul(p, f);
     p.a = make_layout(f.dt, f.la, g.batch, g.b_batch);
     p.b = make_layout(f.dt, f.lb, g.batch, g.a_batch);
     p.c = make_layout(f.dt, f.lc, g.batch, g.c_batch);
+    cublasLtMatmulHeuristicResult_t cand[kCandidates] = {};
+    const int n = heuristic_candidates(be.libs(), p, g, cand, autotune_enabled() ? kCandidates : 1);
     // No cuBLASLt kernel for this combination (e.g. a fused bias on F64):
     // the plan stays without descriptors and the call falls back.
-    if (!choose_algorithm(L, p, g)) destroy_plan(p);
+    if (n == 0) {
+      destroy_plan(p);
+      return p;
+    }
+    const int pick = n > 1 ? fastest_candidate(be, p, g, f, cand, n) : 0;
+    p.algo = cand[pick].algo;
+    p.workspace = cand[pick].workspaceSize;
   } catch (const Error &e) {
     // A combination cuBLASLt refuses to describe (e.g. a fused bias on
     // F64) falls back like one without an algorithm; only running out of
@@ -261,7 +328,7 @@ void CudaBackend::gemm(const GemmArgs &g) {
   const GemmForm f = form_of(g);
   const GemmKey key = key_of(g, f);
   auto it = L.gemm_plans.find(key);
-  if (it == L.gemm_plans.end()) it = L.gemm_plans.emplace(key, make_plan(L, g, f)).first;
+  if (it == L.gemm_plans.end()) it = L.gemm_plans.emplace(key, make_plan(*this, g, f)).first;
   const GemmPlan &p = it->second;
   const double alpha_d = g.alpha, beta_d = g.beta;
   const float alpha_f = g.alpha, beta_f = g.beta;

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 
@@ -73,13 +74,17 @@ struct ConvKeyHash {
   }
 };
 
+// The fused attention's cached cuDNN frontend plans (attention.cpp; only
+// that file sees the frontend's types).
+struct AttentionPlans;
+
 struct CudaBackend::Libs {
   int sm = 0;                      // compute capability, major * 10 + minor
   std::string description;         // one line: name, sm, memory, versions
   cudaMemPool_t pool = nullptr;    // this session's stream-ordered pool
   cublasLtHandle_t lt = nullptr;
   cublasHandle_t blas = nullptr;
-  cudnnHandle_t dnn = nullptr;     // created on the first convolution
+  cudnnHandle_t dnn = nullptr;     // created on first use (cudnn_handle)
 
   // cuBLASLt workspace: 32 MiB on sm_90 (what its Hopper kernels want), 4 MiB
   // elsewhere; plain cudaMalloc, outside the pool and its statistics.
@@ -87,6 +92,7 @@ struct CudaBackend::Libs {
   size_t workspace_bytes = 0;
   std::unordered_map<GemmKey, GemmPlan, GemmKeyHash> gemm_plans;
   std::unordered_map<ConvKey, int, ConvKeyHash> conv_algos;  // chosen algorithm per conv
+  std::shared_ptr<AttentionPlans> attention;  // null until the first fused attention
 
   // Pinned staging for host->device copies (the data loader's batches): a
   // ring of slots, each reused once the copy that last used it has finished.
@@ -98,6 +104,10 @@ struct CudaBackend::Libs {
 
   ~Libs();  // runtime.cu (gemm plans are destroyed by gemm.cu's helper)
 };
+
+// runtime.cu: the session's cuDNN handle on its stream, created on first use
+// (convolutions, fused attention).
+cudnnHandle_t cudnn_handle(CudaBackend &be);
 
 // gemm.cu: frees every cached cuBLASLt plan.
 void destroy_gemm_plans(CudaBackend::Libs &libs) noexcept;

@@ -40,7 +40,37 @@ struct SlabPlan {
   }
 };
 
-// partial[(slab * c + ch) * 2 + j]; grid (c, nslabs).
+// Adds what `mode` sums over element e = (o * c + ch) * inner + i.
+template <class T>
+__device__ __forceinline__ void chan_accumulate(ChanSum mode, const T *x, const T *gy, int64_t e, int64_t o,
+                                                int64_t ch, const double *dmean, const stat_t<T> *mean,
+                                                const stat_t<T> *rstd, int64_t groups, int64_t cpg,
+                                                double &s0, double &s1) {
+  const double xv = double(ld(x[e]));
+  switch (mode) {
+    case ChanSum::X: s0 += xv; break;
+    case ChanSum::SqDev: {
+      const double d = xv - dmean[ch];
+      s0 += d * d;
+      break;
+    }
+    case ChanSum::GyDev: {
+      const double g = double(ld(gy[e]));
+      s0 += g;
+      s1 += g * (xv - double(mean[ch]));
+      break;
+    }
+    case ChanSum::GyXhatGrp: {
+      const int64_t r = o * groups + ch / cpg;
+      const double g = double(ld(gy[e]));
+      s0 += g * (xv - double(mean[r])) * double(rstd[r]);
+      s1 += g;
+      break;
+    }
+  }
+}
+
+// partial[(slab * c + ch) * 2 + j]; grid (c, nslabs): a block per channel.
 template <class T>
 __global__ void chan_partial_kernel(ChanSum mode, const T *x, const T *gy, int64_t outer, int64_t c, int64_t inner,
                                     int64_t rows_per, const double *dmean, const stat_t<T> *mean,
@@ -51,29 +81,7 @@ __global__ void chan_partial_kernel(ChanSum mode, const T *x, const T *gy, int64
   double s0 = 0.0, s1 = 0.0;
   for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
     const int64_t o = o0 + k / inner, i = k % inner;
-    const int64_t e = (o * c + ch) * inner + i;
-    const double xv = double(ld(x[e]));
-    switch (mode) {
-      case ChanSum::X: s0 += xv; break;
-      case ChanSum::SqDev: {
-        const double d = xv - dmean[ch];
-        s0 += d * d;
-        break;
-      }
-      case ChanSum::GyDev: {
-        const double g = double(ld(gy[e]));
-        s0 += g;
-        s1 += g * (xv - double(mean[ch]));
-        break;
-      }
-      case ChanSum::GyXhatGrp: {
-        const int64_t r = o * groups + ch / cpg;
-        const double g = double(ld(gy[e]));
-        s0 += g * (xv - double(mean[r])) * double(rstd[r]);
-        s1 += g;
-        break;
-      }
-    }
+    chan_accumulate(mode, x, gy, (o * c + ch) * inner + i, o, ch, dmean, mean, rstd, groups, cpg, s0, s1);
   }
   s0 = block_sum(s0);
   s1 = block_sum(s1);
@@ -81,6 +89,27 @@ __global__ void chan_partial_kernel(ChanSum mode, const T *x, const T *gy, int64
     partial[(slab * c + ch) * 2] = s0;
     partial[(slab * c + ch) * 2 + 1] = s1;
   }
+}
+
+// The same partials when inner == 1 (layer norm's weight and bias
+// gradients, 2-D batch norm): a block per block of channels and band of
+// rows, a thread per channel, so a warp reads consecutive channels of a row
+// (a block per channel would read them 'c' elements apart) and the grid
+// has tens of bands instead of one block per channel.
+constexpr int64_t kColRows = 128;
+
+template <class T>
+__global__ void chan_col_partial_kernel(ChanSum mode, const T *x, const T *gy, int64_t outer, int64_t c,
+                                        int64_t rows_per, const double *dmean, const stat_t<T> *mean,
+                                        const stat_t<T> *rstd, int64_t groups, int64_t cpg, double *partial) {
+  const int64_t ch = int64_t(blockIdx.x) * blockDim.x + threadIdx.x, slab = blockIdx.y;
+  if (ch >= c) return;
+  const int64_t o1 = min(outer, (slab + 1) * rows_per);
+  double s0 = 0.0, s1 = 0.0;
+  for (int64_t o = slab * rows_per; o < o1; ++o)
+    chan_accumulate(mode, x, gy, o * c + ch, o, ch, dmean, mean, rstd, groups, cpg, s0, s1);
+  partial[(slab * c + ch) * 2] = s0;
+  partial[(slab * c + ch) * 2 + 1] = s1;
 }
 
 // sums[ch * 2 + j] = the slabs' partials added in slab order.
@@ -97,11 +126,23 @@ template <class T>
 void channel_sums(CudaBackend &be, ChanSum mode, const T *x, const T *gy, int64_t outer, int64_t c,
                   int64_t inner, const double *dmean, const stat_t<T> *mean, const stat_t<T> *rstd,
                   int64_t groups, int64_t cpg, double *sums) {
+  const cudaStream_t st = be.stream();
+  if (inner == 1) {
+    const int64_t rows_per = std::max(kColRows, (outer + 65534) / 65535);  // gridDim.y <= 65535
+    const int64_t nslabs = std::max<int64_t>(1, (outer + rows_per - 1) / rows_per);
+    Scratch partial(be, size_t(nslabs * c * 2) * sizeof(double));
+    const dim3 grid(unsigned((c + kThreads - 1) / kThreads), unsigned(nslabs));
+    chan_col_partial_kernel<T><<<grid, kThreads, 0, st>>>(
+        mode, x, gy, outer, c, rows_per, dmean, mean, rstd, groups, cpg, partial.as<double>());
+    MIXP_CUDA_LAUNCHED();
+    chan_finish_kernel<<<grid_for(2 * c), kThreads, 0, st>>>(partial.as<double>(), nslabs, c, sums);
+    MIXP_CUDA_LAUNCHED();
+    return;
+  }
   const SlabPlan p(outer, inner);
   if (c > kMaxRowBlocks)
     fail(MIXP_ERR_UNSUPPORTED, "cuda batch/group norm: ", c, " channels exceed one launch's ", kMaxRowBlocks,
          " blocks");
-  const cudaStream_t st = be.stream();
   Scratch partial(be, size_t(p.nslabs * c * 2) * sizeof(double));
   chan_partial_kernel<T><<<dim3(unsigned(c), unsigned(p.nslabs)), kThreads, 0, st>>>(
       mode, x, gy, outer, c, inner, p.rows_per, dmean, mean, rstd, groups, cpg, partial.as<double>());

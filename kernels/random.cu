@@ -93,4 +93,16 @@ void CudaBackend::dropout_mask(const View &mask, double p, uint64_t seed, uint64
   MIXP_CUDA_LAUNCHED();
 }
 
+namespace {
+__global__ void philox_args_kernel(int64_t *dst, uint64_t seed, uint64_t offset) {
+  dst[0] = int64_t(seed);
+  dst[1] = int64_t(offset);
+}
+}  // namespace
+
+void write_philox_args(CudaBackend &be, int64_t *dst, uint64_t seed, uint64_t offset) {
+  philox_args_kernel<<<1, 1, 0, be.stream()>>>(dst, seed, offset);
+  MIXP_CUDA_LAUNCHED();
+}
+
 }  // namespace mixp::cuda

@@ -46,6 +46,7 @@ CudaBackend::Libs::~Libs() {
     if (staging[i]) cudaFreeHost(staging[i]);
   }
   if (workspace) cudaFree(workspace);
+  attention.reset();  // the frontend's plans before the handle they were built on
   if (dnn) cudnnDestroy(dnn);
   if (blas) cublasDestroy(blas);
   if (lt) cublasLtDestroy(lt);
@@ -83,7 +84,13 @@ void init_runtime(int device, cudaStream_t *stream, CudaBackend::Libs &L) {
                 prop.name, L.sm, double(prop.totalGlobalMem) / double(1ull << 30), drv / 1000,
                 (drv % 1000) / 10, rt / 1000, (rt % 1000) / 10, cublasLtGetVersion(),
                 cudnnGetVersion());
-  L.description = std::string(desc) + "; " + library_origins();
+  L.description = desc;
+#ifdef MIXP_HAVE_CUDNN_FRONTEND
+  L.description += ", fused attention: cuDNN frontend " MIXP_CUDNN_FRONTEND_VERSION;
+#else
+  L.description += ", fused attention: none (built without the cuDNN frontend headers; composed)";
+#endif
+  L.description += "; " + library_origins();
 
   // Non-blocking: never serialised with the legacy default stream that other
   // code in the process may use.
@@ -125,6 +132,15 @@ CudaBackend::~CudaBackend() {
 }
 
 const std::string &CudaBackend::description() const noexcept { return libs_->description; }
+
+cudnnHandle_t cudnn_handle(CudaBackend &be) {
+  CudaBackend::Libs &L = be.libs();
+  if (!L.dnn) {
+    MIXP_CUDNN_CHECK(cudnnCreate(&L.dnn));
+    MIXP_CUDNN_CHECK(cudnnSetStream(L.dnn, be.stream()));
+  }
+  return L.dnn;
+}
 
 void *CudaBackend::allocate(size_t nbytes) {
   void *p = nullptr;

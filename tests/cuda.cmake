@@ -60,7 +60,7 @@ endif()
 # The CPU/CUDA parity suites with both sides on the CPU: checks the suites'
 # own logic (shapes, calls, comparisons) where no GPU is, so that a GPU run
 # is not spent on a broken test. Device-only cases report skipped.
-foreach(suite test_cuda_parity test_cuda_parity_ops)
+foreach(suite test_cuda_parity test_cuda_parity_ops test_cuda_attention)
   add_test(NAME ${suite}_harness COMMAND ${suite})
   set_tests_properties(${suite}_harness PROPERTIES
     ENVIRONMENT "MIXP_PARITY_HARNESS_CHECK=1;CMOCKA_MESSAGE_OUTPUT=stdout" TIMEOUT 600)

@@ -9,6 +9,7 @@
 #   PHASE=bench      tools/gpu-check.sh [OUT_DIR]
 #   PHASE=models     tools/gpu-check.sh [OUT_DIR]
 #   PHASE=profile    tools/gpu-check.sh [OUT_DIR]
+#   PHASE=fused      tools/gpu-check.sh [OUT_DIR]     (issue 40: ~5 min)
 #   PHASE=wheel      tools/gpu-check.sh [OUT_DIR]     (the mixp-cuda13 wheel on PyTorch's NVIDIA libraries)
 #
 # OUT_DIR receives its files rewritten after every step so that a phase
@@ -18,9 +19,14 @@
 # The logs themselves stay in $BUILD_DIR/gpu-check-logs.
 #
 # Environment:
-#   PHASE            build | test | bench | models | profile | wheel | all (=
-#                    every one but wheel, in that order); a comma list runs
-#                    several in order.
+#   PHASE            build | test | bench | models | profile | fused | wheel |
+#                    all (= every one but wheel, in that order); a comma
+#                    list runs several in order. fused measures issue 40 only: the cuDNN
+#                    attention suites, the 8192x768x768 GEMM (heuristic vs
+#                    MIXP_CUBLASLT_AUTOTUNE=1, and the kernels each side
+#                    runs), GPT-2 O2 bf16 with fused vs composed attention
+#                    beside PyTorch (eager AMP + SDPA + fused AdamW,
+#                    torch.compile, peak memory).
 #                    The phases after build build first when the build is
 #                    missing (a fresh machine).
 #   MIXP_DEPS_PREFIX where oneDNN, CMocka and zlib headers/libraries were
@@ -65,7 +71,7 @@ OUT_DIR=${1:-${OUT:-$SRC/gpu-report}}
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 JOBS=${JOBS:-$(nproc)}
 PHASES=${PHASE:-all}
-[ "$PHASES" = all ] && PHASES=build,test,bench,models,profile
+[ "$PHASES" = all ] && PHASES=build,test,bench,models,profile,fused
 mkdir -p "$OUT_DIR" "$BUILD_DIR"
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
 BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
@@ -82,8 +88,8 @@ pack_logs() { tar -czf "$OUT_DIR/gpu-logs.tar.gz.tmp" -C "$BUILD_DIR" gpu-check-
 secs_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN{printf "%.0f", b-a}'; }
 
 for p in ${PHASES//,/ }; do
-  case $p in build|test|bench|models|profile|wheel) ;;
-    *) echo "gpu-check.sh: unknown PHASE '$p' (build, test, bench, models, profile, wheel or all)" >&2; exit 2 ;; esac
+  case $p in build|test|bench|models|profile|fused|wheel) ;;
+    *) echo "gpu-check.sh: unknown PHASE '$p' (build, test, bench, models, profile, fused, wheel or all)" >&2; exit 2 ;; esac
 done
 
 # ---- dependencies: an unpacked prefix, cuDNN, the compiler ----------------------------
@@ -110,6 +116,9 @@ if [ -n "${MIXP_DEPS_PREFIX:-}" ]; then
   DEPS_LIB=$MIXP_DEPS_PREFIX/usr/lib/x86_64-linux-gnu
   export LD_LIBRARY_PATH=$DEPS_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   DEPS_ARGS+=(-DCMAKE_PREFIX_PATH="$MIXP_DEPS_PREFIX/usr" -DZLIB_INCLUDE_DIR="$MIXP_DEPS_PREFIX/usr/include")
+  # The cuDNN frontend headers (fused attention), unpacked from their wheel.
+  [ -f "$MIXP_DEPS_PREFIX/cudnn_frontend/include/cudnn_frontend.h" ] &&
+    DEPS_ARGS+=(-DMIXP_CUDNN_FRONTEND_INCLUDE_DIR="$MIXP_DEPS_PREFIX/cudnn_frontend/include")
   # zlib1g-dev's libz.so points at Debian's absolute /lib path: link the
   # machine's own runtime instead (same ABI, soname libz.so.1).
   for z in /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1 /lib64/libz.so.1 /usr/lib64/libz.so.1; do
@@ -226,7 +235,7 @@ phase_build() {
     say "configure FAILED (see configure.txt)"; report "- configure FAILED:"; report '```'
     tail -25 "$LOG/configure.txt" >> "$REPORT"; report '```'; return 1
   fi
-  report "- configure: $(secs_since "$t0") s ($(grep -E 'mixp: cuDNN' "$LOG/configure.txt" | sed 's/^-- //'))"
+  report "- configure: $(secs_since "$t0") s ($(grep -E 'mixp: cuDNN' "$LOG/configure.txt" | sed 's/^-- //' | paste -sd';'))"
   pack_logs
   local plugin=${PLUGIN_TARGET:-mixp_cuda}
   say "== build: $plugin first, then ${BUILD_TARGETS:-everything} (-j$JOBS)"
@@ -365,6 +374,76 @@ phase_wheel() {
   report '```'; head -c 4000 "$LOG/wheel.txt" >> "$REPORT"; report '```'
   grep -q "cuDNN from $site/nvidia/cudnn" "$LOG/wheel.txt" || { say "the device note does not name PyTorch's cuDNN"; rc=1; }
   report "- $(basename "$whl") in $site: exit status $rc"
+  return $rc
+}
+
+# The kernels PyTorch runs for the bf16 8192x768x768 product (torch.profiler).
+TORCH_GEMM_KERNELS='import torch
+from torch.profiler import profile, ProfilerActivity
+a = torch.randn(8192, 768, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(768, 768, device="cuda", dtype=torch.bfloat16)
+for _ in range(3): a @ b
+torch.cuda.synchronize()
+with profile(activities=[ProfilerActivity.CUDA]) as p:
+    for _ in range(10): a @ b
+    torch.cuda.synchronize()
+for e in p.key_averages():
+    print("torch kernel:", e.key, "x", e.count)'
+
+phase_fused() {
+  report ""; report "## Issue 40: fused attention, GEMM autotuning (started $(date -u +%H:%M:%S))"; report ""
+  local rc=0 t0 py=(--no-torch) bench=$BUILD_DIR/tools/mixp-bench
+  [ -n "$PY" ] && py=(--python "$PY")
+  say "== cuDNN attention and the CUDA suites it touches"
+  ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 240 -j4 \
+    -R '^(test_cuda_attention|cuda_test_flash_attention|test_cuda_parity_ops|cuda_test_norm|cuda_test_reduce|cuda_test_layers)$' \
+    > "$LOG/fused-tests.txt" 2>&1 || rc=1
+  report "- suites: $(grep -E 'tests passed|tests failed' "$LOG/fused-tests.txt" | tail -1)"
+  report '```'; grep -E '^device:|kept [0-9]+ of|fused error|\*\*\*(Failed|Skipped)' "$LOG/fused-tests.txt" >> "$REPORT"; report '```'
+  pack_logs
+  say "== gemm: cuBLASLt's first heuristic answer, then MIXP_CUBLASLT_AUTOTUNE=1"
+  t0=$(date +%s.%N)
+  timeout 240 "$bench" --device cuda --workload gemm "${py[@]}" > "$LOG/fused-gemm.txt" 2>&1 || rc=1
+  MIXP_CUBLASLT_AUTOTUNE=1 timeout 240 "$bench" --device cuda --workload gemm --no-torch \
+    > "$LOG/fused-gemm-autotune.txt" 2>&1 || rc=1
+  # Once more with cuBLASLt's trace log (slower: not timed) for the algorithms.
+  CUBLASLT_LOG_LEVEL=2 CUBLASLT_LOG_FILE=$LOG/cublaslt-mixp.log timeout 240 "$bench" --device cuda \
+    --workload gemm --no-torch > "$LOG/fused-gemm-logged.txt" 2>&1 || rc=1
+  report "- gemm rows ($(secs_since "$t0") s; first heuristic answer, beside PyTorch, then autotuned):"; report '```'
+  grep -E '8192x768x768|8192x768x2304|8192x3072x768' "$LOG/fused-gemm.txt" "$LOG/fused-gemm-autotune.txt" >> "$REPORT"
+  report '```'; report "- cuBLASLt algorithms mixp ran (CUBLASLT_LOG_LEVEL=2, count algo):"; report '```'
+  grep -oE 'algo=\[[^]]*\]' "$LOG/cublaslt-mixp.log" | sort | uniq -c | sort -rn | head -12 >> "$REPORT"
+  report '```'
+  if [ -n "$PY" ]; then
+    CUBLASLT_LOG_LEVEL=2 CUBLASLT_LOG_FILE=$LOG/cublaslt-torch.log timeout 120 "$PY" -c "$TORCH_GEMM_KERNELS" \
+      > "$LOG/fused-torch-kernels.txt" 2>&1 || rc=1
+    report "- PyTorch, bf16 8192x768x768 (torch.profiler kernels; cuBLASLt algorithms):"; report '```'
+    grep 'torch kernel:' "$LOG/fused-torch-kernels.txt" >> "$REPORT"
+    grep -oE 'algo=\[[^]]*\]' "$LOG/cublaslt-torch.log" | sort | uniq -c | sort -rn | head -5 >> "$REPORT"
+    report '```'
+  fi
+  if command -v nsys >/dev/null 2>&1; then
+    nsys profile --force-overwrite true -o "$LOG/gemm-mixp" "$bench" --device cuda --workload gemm --no-torch \
+      > "$LOG/nsys-gemm.txt" 2>&1 &&
+      nsys stats -q --report cuda_gpu_kern_sum --format csv "$LOG/gemm-mixp.nsys-rep" > "$LOG/nsys-kernels.csv" 2>&1
+    report "- mixp's GEMM kernels (nsys cuda_gpu_kern_sum, top 10):"; report '```'
+    head -11 "$LOG/nsys-kernels.csv" >> "$REPORT"; report '```'
+  else
+    report "- nsys not found: mixp's kernel names only as cuBLASLt algorithms (above)"
+  fi
+  pack_logs
+  local path args
+  for path in auto composed; do
+    say "== gpt2 O2 bf16, MIXP_ATTENTION=$path"
+    args=(--device cuda --workload gpt2 --only o2-bf16)
+    # PyTorch's rows (eager AMP + SDPA + fused AdamW, torch.compile) once.
+    if [ "$path" = auto ]; then args+=("${py[@]}"); else args+=(--no-torch); fi
+    t0=$(date +%s.%N)
+    MIXP_ATTENTION=$path timeout 300 "$bench" "${args[@]}" > "$LOG/fused-gpt2-$path.txt" 2>&1 || rc=1
+    report ""; report "### GPT-2 124M, MIXP_ATTENTION=$path ($(secs_since "$t0") s)"; report ""
+    sed '1,/^## Whole models/d' "$LOG/fused-gpt2-$path.txt" >> "$REPORT"
+    pack_logs
+  done
   return $rc
 }
 

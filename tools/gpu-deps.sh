@@ -28,8 +28,14 @@
 #                            GPU machine has no scikit-build-core or patchelf;
 #                            tools/gpu-check.sh's wheel phase installs it
 #                            beside PyTorch's NVIDIA libraries
+# and one wheel from PyPI (`pip download --no-deps`, ~11 MB):
+#   nvidia-cudnn-frontend    the cuDNN frontend's C++ headers (fused attention,
+#                            kernels/attention.cpp), the version .ci/run pins;
+#                            only its include/ is unpacked, into
+#                            PREFIX/cudnn_frontend/include
 set -euo pipefail
 PACKAGES=(libdnnl2 libdnnl-dev ocl-icd-libopencl1 libcmocka0 libcmocka-dev zlib1g-dev libdlpack-dev)
+FRONTEND=nvidia-cudnn-frontend==1.32.0  # keep equal to .ci/run's pin
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 
 unpack() {
@@ -46,6 +52,15 @@ unpack() {
     fi
     n=$((n + 1))
   done
+  local whl
+  for whl in "$dir"/nvidia_cudnn_frontend-*.whl; do
+    [ -e "$whl" ] || { echo "gpu-deps.sh: no cuDNN frontend wheel in $dir: CUDA attention will run composed" >&2; continue; }
+    # A wheel is a zip; only its headers are wanted.
+    python3 -c 'import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+z.extractall(sys.argv[2], [m for m in z.namelist() if m.startswith("include/")])' "$whl" "$prefix/cudnn_frontend"
+    n=$((n + 1))
+  done
   echo "gpu-deps.sh: unpacked $n packages into $prefix"
 }
 
@@ -54,7 +69,7 @@ fetch() {
   command -v apt-get >/dev/null 2>&1 || { echo "gpu-deps.sh: apt-get not found: fetch on a Debian machine" >&2; exit 1; }
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
-  rm -f "$dir"/*.deb "$dir/SHA256SUMS"
+  rm -f "$dir"/*.deb "$dir"/*.whl "$dir/SHA256SUMS"
   # apt-get download writes into the working directory; as root it warns that
   # the _apt user cannot write there, which is harmless.
   (cd "$dir" && apt-get download "${PACKAGES[@]}" 2>&1 | grep -v '^W: Download is performed unsandboxed') || true
@@ -66,8 +81,10 @@ fetch() {
     echo "gpu-deps.sh: could not download: ${missing[*]} (is 'apt-get update' done?)" >&2
     exit 1
   fi
-  (cd "$dir" && sha256sum ./*.deb > SHA256SUMS)
-  echo "gpu-deps.sh: $(ls "$dir"/*.deb | wc -l) packages, $(du -sh "$dir" | cut -f1) in $dir"
+  python3 -m pip download --quiet --no-deps "$FRONTEND" -d "$dir" ||
+    { echo "gpu-deps.sh: could not download $FRONTEND from PyPI" >&2; exit 1; }
+  (cd "$dir" && sha256sum ./*.deb ./*.whl > SHA256SUMS)
+  echo "gpu-deps.sh: $(ls "$dir"/*.deb "$dir"/*.whl | wc -l) packages, $(du -sh "$dir" | cut -f1) in $dir"
   cuda_wheel "$dir"
 }
 

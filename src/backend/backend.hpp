@@ -190,11 +190,11 @@ struct IndexCheck {
 // as the composed path's). lse [B, H, L] (contiguous; F64 for F64 data,
 // else F32) receives each row's log-sum-exp of scale * q k^T (masked), all
 // backward needs besides q, k, v, o and dO: the L x S probabilities are
-// never stored. With dropout_p > 0, element (b, h, i, j) of the
-// probabilities is kept when the uniform of the Philox stream (seed,
-// offset) at index ((b * H + h) * L + i) * S + j is >= dropout_p
-// (philox_uniform, the composed path's dropout_mask over the contiguous
-// [B, H, L, S] probabilities) and scaled by 1 / (1 - dropout_p).
+// never stored. With dropout_p > 0, each probability is kept with chance
+// 1 - dropout_p and scaled by 1 / (1 - dropout_p), its mask drawn from the
+// Philox stream (seed, offset): on the CPU the composed path's own bits
+// (philox_uniform at ((b * H + h) * L + i) * S + j >= dropout_p); a device
+// library may draw its own (CUDA: cuDNN's), the same again in the backward.
 struct AttentionArgs {
   View q, k, v, o, lse;
   double scale = 1.0;

@@ -495,6 +495,33 @@ static void test_norms(void **state) {
     }
 }
 
+/* Layer norm over many rows (300: three bands of the CUDA column kernel
+ * behind its weight and bias gradients, the last one partial). */
+static void test_layer_norm_many_rows(void **state) {
+  (void)state;
+  const int64_t xs[2] = {300, 40}, ps[1] = {40};
+  static double x[300 * 40];
+  double w[40], b[40];
+  mt_fill(x, 300 * 40, -2.0, 3.0, 31);
+  mt_fill(w, 40, 0.5, 1.5, 32);
+  mt_fill(b, 40, -0.5, 0.5, 33);
+  for (int k = 0; k < 3; ++k) {
+    mixp_tensor *c, *g, *wc, *wg, *bc, *bg, *oc, *og;
+    twin(k_dtypes[k], x, xs, 2, 1, &c, &g);
+    twin(k_dtypes[k], w, ps, 1, 1, &wc, &wg);
+    twin(k_dtypes[k], b, ps, 1, 1, &bc, &bg);
+    MT_OK(mixp_layer_norm(c, 1, wc, bc, 1e-5, &oc));
+    MT_OK(mixp_layer_norm(g, 1, wg, bg, 1e-5, &og));
+    expect_close(oc, og);
+    backward_both(oc, og, 950);
+    expect_grads(c, g, 0);
+    expect_grads(wc, wg, 0);
+    expect_grads(bc, bg, 0);
+    mixp_tensor_release(c); mixp_tensor_release(g); mixp_tensor_release(wc); mixp_tensor_release(wg);
+    mixp_tensor_release(bc); mixp_tensor_release(bg); mixp_tensor_release(oc); mixp_tensor_release(og);
+  }
+}
+
 static void test_pooling(void **state) {
   (void)state;
   const int64_t xs[4] = {2, 3, 9, 11};
@@ -819,6 +846,7 @@ int main(void) {
       cmocka_unit_test(test_random_same_stream),
       cmocka_unit_test(test_embedding),
       cmocka_unit_test(test_norms),
+      cmocka_unit_test(test_layer_norm_many_rows),
       cmocka_unit_test(test_pooling),
       cmocka_unit_test(test_shape_ops_bitwise),
       cmocka_unit_test(test_attention_and_mse),

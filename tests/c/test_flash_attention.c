@@ -64,9 +64,10 @@ static void make_qkv(mixp_session *s, const geom *g, mixp_dtype dt, uint64_t see
   free(buf);
 }
 
-/* Whether the suite's device runs attention fused at all (the CPU does; a
- * device that declines every case, as the CUDA backend does so far, skips
- * the tests that force the fused path). */
+/* Whether the suite's device runs F32 attention fused (the CPU does; the
+ * CUDA backend runs only F16/BF16 fused, through cuDNN, and skips the tests
+ * here that force the fused path in every dtype: test_cuda_attention.c
+ * covers it). */
 static int fused_runs_here(mixp_session *s) {
   const geom g = {1, 1, 2, 2, 8};
   mixp_tensor *q, *k, *v, *o = NULL;

@@ -36,6 +36,8 @@ for var in DNNL_INCLUDE_DIR DNNL_LIBRARY CMOCKA_INCLUDE_DIR CMOCKA_LIBRARY ZLIB_
   val=$(sed -n "s/^$var:[A-Z]*=//p" "$cache")
   case $val in "$WORK/prefix/"*) ;; *) fail "$var = '$val' is not in the deps prefix" ;; esac
 done
+fe=$(sed -n 's/^MIXP_CUDNN_FRONTEND_INCLUDE_DIR:[A-Z]*=//p' "$cache")
+[ "$fe" = "$WORK/prefix/cudnn_frontend/include" ] || fail "MIXP_CUDNN_FRONTEND_INCLUDE_DIR = '$fe' is not the prefix's unpacked wheel"
 zlib=$(sed -n 's/^ZLIB_LIBRARY[A-Z_]*:[A-Z]*=//p' "$cache" | head -1)
 case $zlib in *libz.so.1) ;; *) fail "ZLIB_LIBRARY = '$zlib': want the machine's own libz.so.1" ;; esac
 
