@@ -137,51 +137,77 @@ static void test_env_overrides(void **state) {
   clear_env();
 }
 
-/* y = conv(x, w) of F32 data in [-1, 1] under the session's current mode. */
-static void conv_once(mixp_session *s, mixp_dtype dt, float *out, size_t bytes, double *ref) {
-  double xv[2 * 3 * 9 * 9], wv[4 * 3 * 3 * 3];
-  mt_fill(xv, 2 * 3 * 9 * 9, -1, 1, 31);
-  mt_fill(wv, 4 * 3 * 3 * 3, -1, 1, 32);
-  const int64_t xs[4] = {2, 3, 9, 9}, ws[4] = {4, 3, 3, 3};
-  mixp_tensor *x = mt_tensor(s, dt, xv, xs, 4), *w = mt_tensor(s, dt, wv, ws, 4), *y = NULL;
+/* One convolution forward and backward (seed gradient 1) under the
+ * session's current mode, in `layout`: y, gx and gw as doubles (exact for
+ * F32). x [2, 3, 9, 9] and w [4, 3, 3, 3] in [-1, 1], padding 1. */
+enum { NY = 2 * 4 * 9 * 9, NX = 2 * 3 * 9 * 9, NW = 4 * 3 * 3 * 3 };
+typedef struct conv_out {
+  double y[NY], gx[NX], gw[NW];
+} conv_out;
+
+static void conv_once(mixp_session *s, mixp_dtype dt, mixp_layout layout, conv_out *r) {
+  double xv[NX], wv[NW];
+  mt_fill(xv, NX, -1, 1, 31); /* the same values in either layout's order: compared per layout */
+  mt_fill(wv, NW, -1, 1, 32);
+  const int64_t xs_nchw[4] = {2, 3, 9, 9}, xs_nhwc[4] = {2, 9, 9, 3}, ws[4] = {4, 3, 3, 3};
+  mixp_tensor *x = mt_tensor(s, dt, xv, layout == MIXP_NHWC ? xs_nhwc : xs_nchw, 4);
+  mixp_tensor *w = mt_tensor(s, dt, wv, ws, 4), *y = NULL, *seed = NULL, *gx = NULL, *gw = NULL;
+  MT_OK(mixp_tensor_set_requires_grad(x, 1));
+  MT_OK(mixp_tensor_set_requires_grad(w, 1));
   mixp_conv2d_options o;
   mixp_conv2d_options_init(&o);
   o.pad_h = o.pad_w = 1;
+  o.layout = layout;
   MT_OK(mixp_conv2d(x, w, NULL, &o, &y));
-  if (out) MT_OK(mixp_tensor_to_host(y, out, bytes));
-  if (ref) {
-    double *v = mt_values(y);
-    memcpy(ref, v, sizeof(double) * 2 * 4 * 9 * 9);
-    free(v);
-  }
-  mixp_tensor_release(x);
-  mixp_tensor_release(w);
-  mixp_tensor_release(y);
+  int64_t ys[4];
+  for (int i = 0; i < 4; ++i) ys[i] = mixp_tensor_dim(y, i);
+  MT_OK(mixp_tensor_ones(s, dt, ys, 4, &seed));
+  MT_OK(mixp_backward(y, seed));
+  MT_OK(mixp_tensor_grad(x, &gx));
+  MT_OK(mixp_tensor_grad(w, &gw));
+  double *v[3] = {mt_values(y), mt_values(gx), mt_values(gw)};
+  memcpy(r->y, v[0], sizeof r->y);
+  memcpy(r->gx, v[1], sizeof r->gx);
+  memcpy(r->gw, v[2], sizeof r->gw);
+  for (int i = 0; i < 3; ++i) free(v[i]);
+  mixp_tensor *all[6] = {x, w, y, seed, gx, gw};
+  for (int i = 0; i < 6; ++i) mixp_tensor_release(all[i]);
 }
 
-/* Every mode computes the convolution: within k * gamma_k of an F64
- * reference (k = 27 products of terms bounded by 1, u = 2^-24; a factor 2
- * for transform-based algorithms' constants). A deterministic mode repeats
- * its bits; on the CPU every mode gives the same bits. */
+/* Within 2 k gamma_k-ish of the F64 reference: k terms bounded by 1 each
+ * (u = 2^-24; the factor 2 for transform-based algorithms' constants). */
+static void assert_near(const double *got, const double *want, int n, int k) {
+  const double atol = 2.0 * k * k * ldexp(1.0, -24);
+  for (int i = 0; i < n; ++i) assert_true(fabs(got[i] - want[i]) <= atol);
+}
+
+/* Every mode computes the convolution and both its gradients (forward
+ * sums 27 products, backward data 36, backward weights 162); a
+ * deterministic mode repeats its bits; on the CPU every mode gives the
+ * same bits. On a GPU this runs cuDNN's heuristic and timed (Find)
+ * choices in NCHW and NHWC. */
 static void test_modes_compute_the_convolution(void **state) {
   (void)state;
   clear_env();
   mixp_session *s = mt_session();
-  enum { N = 2 * 4 * 9 * 9 };
-  static double ref[N];
-  conv_once(s, MIXP_F64, NULL, 0, ref);
-  static float first[N], again[N], base[N];
-  const double atol = 2.0 * 27.0 * 27.0 * ldexp(1.0, -24);
-  conv_once(s, MIXP_F32, base, sizeof base, NULL);
-  for (int b = 0; b < 2; ++b)
-    for (int d = 0; d < 2; ++d) {
-      MT_OK(mixp_session_set_cudnn(s, b, d));
-      conv_once(s, MIXP_F32, first, sizeof first, NULL);
-      conv_once(s, MIXP_F32, again, sizeof again, NULL);
-      for (int i = 0; i < N; ++i) assert_true(fabs((double)first[i] - ref[i]) <= atol);
-      if (d) assert_memory_equal(first, again, sizeof first);
-      if (mt_on_cpu()) assert_memory_equal(first, base, sizeof first);
-    }
+  static conv_out ref, base, first, again;
+  for (int l = 0; l < 2; ++l) {
+    const mixp_layout layout = l ? MIXP_NHWC : MIXP_NCHW;
+    MT_OK(mixp_session_set_cudnn(s, 0, 1));
+    conv_once(s, MIXP_F64, layout, &ref);
+    conv_once(s, MIXP_F32, layout, &base);
+    for (int b = 0; b < 2; ++b)
+      for (int d = 0; d < 2; ++d) {
+        MT_OK(mixp_session_set_cudnn(s, b, d));
+        conv_once(s, MIXP_F32, layout, &first);
+        conv_once(s, MIXP_F32, layout, &again);
+        assert_near(first.y, ref.y, NY, 27);
+        assert_near(first.gx, ref.gx, NX, 36);
+        assert_near(first.gw, ref.gw, NW, 162);
+        if (d) assert_memory_equal(&first, &again, sizeof first);
+        if (mt_on_cpu()) assert_memory_equal(&first, &base, sizeof first);
+      }
+  }
   mixp_session_destroy(s);
 }
 
