@@ -1,13 +1,11 @@
-// 2-D convolution through cuDNN (the legacy descriptor API, still shipped in
-// cuDNN 9): forward (+bias), backward data and backward weights, NCHW and
-// NHWC activations with [C_out, C_in/groups, kh, kw] weights. F16/BF16
-// accumulate in fp32 on Tensor Cores; F32 uses plain FMA math (no TF32, so
-// results track the CPU's); F64 in fp64. Among the algorithms the heuristic
-// offers, the first deterministic one that fits is taken, and the choice is
-// cached per geometry, dtype and direction. Where cuDNN offers no
-// deterministic backward algorithm (F64 on cuDNN 9: only atomics-based
-// ones), the gradients come from direct kernels below that gather each
-// output element's sum in a fixed order: slow, but reproducible bit for bit.
+// 2-D convolution through cuDNN: forward (+bias), backward data and
+// backward weights, NCHW and NHWC activations with [C_out, C_in/groups, kh,
+// kw] weights, each direction run from its cached plan (conv_plan.hpp:
+// descriptors, algorithm, workspace size). Where the session's mode allows
+// no cuDNN backward algorithm (deterministic F64 on cuDNN 9: only
+// atomics-based ones), the gradients come from direct kernels below that
+// gather each output element's sum in a fixed order: slow, but reproducible
+// bit for bit.
 //
 // NHWC: cuDNN's NHWC Tensor-Core engines want the filter in KRSC; mixp's
 // weights are KCRS in both layouts, so an NHWC convolution reorders the
@@ -19,138 +17,10 @@
 #include <cstdint>
 
 #include "common.cuh"
-#include "libs.hpp"
+#include "conv_plan.hpp"
 
 namespace mixp::cuda {
 namespace {
-
-enum class Dir { Fwd = 0, BwdData = 1, BwdFilter = 2 };
-
-// Workspaces above this are passed over for a leaner algorithm.
-constexpr size_t kMaxConvWorkspace = size_t(1) << 30;
-
-cudnnDataType_t dnn_type(DType t) {
-  switch (t) {
-    case MIXP_F16: return CUDNN_DATA_HALF;
-    case MIXP_BF16: return CUDNN_DATA_BFLOAT16;
-    case MIXP_F32: return CUDNN_DATA_FLOAT;
-    case MIXP_F64: return CUDNN_DATA_DOUBLE;
-    default: fail(MIXP_ERR_INTERNAL, "cuda conv2d: dtype ", dtype_name(t), " is not a float type");
-  }
-}
-
-int as_int(int64_t v, const char *what) {
-  if (v < 0 || v > INT32_MAX) fail(MIXP_ERR_UNSUPPORTED, "cuda conv2d: ", what, " = ", v, " exceeds cuDNN's int range");
-  return int(v);
-}
-
-// The descriptors of one convolution, destroyed on scope exit.
-struct Descs {
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
-  cudnnFilterDescriptor_t w = nullptr;
-  cudnnConvolutionDescriptor_t conv = nullptr;
-  cudnnDataType_t dt{};
-
-  Descs(const Conv2dGeom &g, DType dtype) {
-    dt = dnn_type(dtype);
-    MIXP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
-    MIXP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
-    MIXP_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
-    MIXP_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
-    set_act(x, g.n, g.c_in, g.h, g.w, g.nhwc);
-    set_act(y, g.n, g.c_out, g.oh, g.ow, g.nhwc);
-    // NHWC filters are described (and stored, by the callers) as KRSC.
-    MIXP_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, dt, g.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
-                                                as_int(g.c_out, "c_out"),
-                                                as_int(g.c_in / g.groups, "c_in/groups"),
-                                                as_int(g.kh, "kh"), as_int(g.kw, "kw")));
-    const cudnnDataType_t compute = dtype == MIXP_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
-    MIXP_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
-        conv, as_int(g.pad_h, "pad_h"), as_int(g.pad_w, "pad_w"), as_int(g.stride_h, "stride_h"),
-        as_int(g.stride_w, "stride_w"), as_int(g.dil_h, "dilation_h"),
-        as_int(g.dil_w, "dilation_w"), CUDNN_CROSS_CORRELATION, compute));
-    MIXP_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, as_int(g.groups, "groups")));
-    MIXP_CUDNN_CHECK(cudnnSetConvolutionMathType(
-        conv, is_half(dtype) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
-  }
-  void set_act(cudnnTensorDescriptor_t d, int64_t n, int64_t c, int64_t h, int64_t w_, bool nhwc) {
-    const int N = as_int(n, "n"), C = as_int(c, "channels"), H = as_int(h, "height"),
-              W = as_int(w_, "width");
-    // Strides in 64 bits first: H * W * C can pass 2^31 while each factor fits.
-    const int image = as_int(c * h * w_, "an image's element count (C*H*W)");
-    as_int(n * c * h * w_, "a batch piece's element count");
-    if (nhwc)
-      MIXP_CUDNN_CHECK(cudnnSetTensor4dDescriptorEx(d, dt, N, C, H, W, image, 1, as_int(w_ * c, "W*C"), C));
-    else
-      MIXP_CUDNN_CHECK(cudnnSetTensor4dDescriptorEx(d, dt, N, C, H, W, image, as_int(h * w_, "H*W"), W, 1));
-  }
-  ~Descs() {
-    if (conv) cudnnDestroyConvolutionDescriptor(conv);
-    if (w) cudnnDestroyFilterDescriptor(w);
-    if (y) cudnnDestroyTensorDescriptor(y);
-    if (x) cudnnDestroyTensorDescriptor(x);
-  }
-  Descs(const Descs &) = delete;
-  Descs &operator=(const Descs &) = delete;
-};
-
-ConvKey key_of(const Conv2dGeom &g, DType dt, Dir dir) {
-  ConvKey k;
-  k.v = {g.n, g.c_in, g.h, g.w, g.c_out, g.kh, g.kw, g.oh, g.ow, g.stride_h, g.stride_w, g.pad_h,
-         g.pad_w, g.dil_h, g.dil_w, g.groups, int64_t(g.nhwc), int64_t(dt), int64_t(dir), 0};
-  return k;
-}
-
-// No deterministic cuDNN algorithm: the backward directions use the direct kernels.
-constexpr int kDirect = -1;
-
-// Picks from the heuristic's ranked list the first algorithm that works, is
-// deterministic (bitwise-reproducible results) and needs a sane workspace;
-// kDirect when there is none.
-template <class Perf>
-int pick(const Perf *perf, int count) {
-  for (int i = 0; i < count; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
-        perf[i].memory <= kMaxConvWorkspace)
-      return int(perf[i].algo);
-  return kDirect;
-}
-
-int algo_for(CudaBackend &be, const Conv2dGeom &g, DType dt, Dir dir, const Descs &d) {
-  auto &cache = be.libs().conv_algos;
-  const ConvKey key = key_of(g, dt, dir);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  cudnnHandle_t h = cudnn_handle(be);
-  int algo = 0, count = 0;
-  switch (dir) {
-    case Dir::Fwd: {
-      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-      MIXP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-          h, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
-      algo = pick(perf, count);
-      if (algo == kDirect)
-        fail(MIXP_ERR_UNSUPPORTED, "cuda conv2d: cuDNN offers no deterministic forward algorithm "
-             "for this geometry and dtype");
-      break;
-    }
-    case Dir::BwdData: {
-      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-      MIXP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-          h, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
-      algo = pick(perf, count);
-      break;
-    }
-    case Dir::BwdFilter: {
-      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-      MIXP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-          h, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
-      algo = pick(perf, count);
-      break;
-    }
-  }
-  cache.emplace(key, algo);
-  return algo;
-}
 
 // cuDNN's scaling factors: double for F64 data, float otherwise.
 struct Scales {
@@ -217,21 +87,22 @@ void for_batch_pieces(const Conv2dGeom &g, F &&f) {
 }
 
 // Whether a backward direction takes the direct kernel: asked of the first
-// piece (the others differ only in batch size, where the ranking does not
-// change in practice; a later piece that still gets kDirect is refused).
-bool direct_backward(CudaBackend &be, const Conv2dGeom &g, DType dt, Dir dir) {
+// piece, whose plan (timed on its buffers in benchmark mode) this makes
+// (the others differ only in batch size, where the ranking does not change
+// in practice; a later piece that still gets kConvDirect is refused).
+bool direct_backward(CudaBackend &be, const Conv2dGeom &g, DType dt, ConvDir dir, const ConvOperands &first) {
   Conv2dGeom piece = g;
   piece.n = std::min(images_per_piece(g), g.n);
-  Descs d(piece, dt);
-  return algo_for(be, piece, dt, dir, d) == kDirect;
+  return conv_plan(be, piece, dt, dir, first).algo == kConvDirect;
 }
 
-int cudnn_algo(CudaBackend &be, const Conv2dGeom &piece, DType dt, Dir dir, const Descs &d) {
-  const int algo = algo_for(be, piece, dt, dir, d);
-  if (algo == kDirect)
-    fail(MIXP_ERR_UNSUPPORTED, "cuda conv2d: cuDNN offers no deterministic algorithm for a batch piece of ",
-         piece.n, " images");
-  return algo;
+const ConvPlan &cudnn_plan(CudaBackend &be, const Conv2dGeom &piece, DType dt, ConvDir dir,
+                           const ConvOperands &ops) {
+  const ConvPlan &p = conv_plan(be, piece, dt, dir, ops);
+  if (p.algo == kConvDirect)
+    fail(MIXP_ERR_UNSUPPORTED, "cuda conv2d: cuDNN offers no ", piece.deterministic ? "deterministic " : "",
+         "backward algorithm for a batch piece of ", piece.n, " images");
+  return p;
 }
 
 const void *at_image(const View &v, int64_t n0, int64_t per_image) {
@@ -335,17 +206,14 @@ void CudaBackend::conv2d(const Conv2dGeom &g, const View &x, const View &w, cons
     if (g.nhwc) filter_layout(*this, w.dtype, w.data, krsc.p, g, true);
     const void *filter = g.nhwc ? krsc.p : w.data;
     for_batch_pieces(g, [&](const Conv2dGeom &pg, int64_t n0, bool) {
-      Descs d(pg, x.dtype);
-      const int algo = algo_for(*this, pg, x.dtype, Dir::Fwd, d);
-      size_t ws = 0;
-      MIXP_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
-          cudnn_handle(*this), d.x, d.w, d.conv, d.y, cudnnConvolutionFwdAlgo_t(algo), &ws));
-      Scratch scratch(*this, ws);
+      const void *xp = at_image(x, n0, g.c_in * g.h * g.w);
+      void *yp = at_image_mut(y, n0, g.c_out * g.oh * g.ow);
+      const ConvPlan &p = conv_plan(*this, pg, x.dtype, ConvDir::Fwd, {xp, filter, yp});
+      Scratch scratch(*this, p.workspace);
       Scales s(x.dtype);
-      MIXP_CUDNN_CHECK(cudnnConvolutionForward(
-          cudnn_handle(*this), s.one(), d.x, at_image(x, n0, g.c_in * g.h * g.w), d.w, filter, d.conv,
-          cudnnConvolutionFwdAlgo_t(algo), scratch.p, ws, s.zero(), d.y,
-          at_image_mut(y, n0, g.c_out * g.oh * g.ow)));
+      MIXP_CUDNN_CHECK(cudnnConvolutionForward(cudnn_handle(*this), s.one(), p.x, xp, p.w, filter, p.conv,
+                                               cudnnConvolutionFwdAlgo_t(p.algo), scratch.p, p.workspace,
+                                               s.zero(), p.y, yp));
     });
   }
   if (bias) {
@@ -367,7 +235,10 @@ void CudaBackend::conv2d_backward_data(const Conv2dGeom &g, const View &gy, cons
     fill(gx, 0.0);
     return;
   }
-  if (direct_backward(*this, g, gy.dtype, Dir::BwdData)) {
+  Scratch krsc(*this, g.nhwc ? filter_bytes(g, w.dtype) : 0);
+  if (g.nhwc) filter_layout(*this, w.dtype, w.data, krsc.p, g, true);
+  const void *filter = g.nhwc ? krsc.p : w.data;
+  if (direct_backward(*this, g, gy.dtype, ConvDir::BwdData, {filter, gy.data, gx.data})) {
     dispatch_float_dt(gy.dtype, "conv2d backward data", [&](auto tag) {
       using T = decltype(tag);
       conv_bwd_data_direct<T><<<grid_for(g.n * g.c_in * g.h * g.w), kThreads, 0, stream()>>>(
@@ -376,21 +247,15 @@ void CudaBackend::conv2d_backward_data(const Conv2dGeom &g, const View &gy, cons
     });
     return;
   }
-  Scratch krsc(*this, g.nhwc ? filter_bytes(g, w.dtype) : 0);
-  if (g.nhwc) filter_layout(*this, w.dtype, w.data, krsc.p, g, true);
-  const void *filter = g.nhwc ? krsc.p : w.data;
   for_batch_pieces(g, [&](const Conv2dGeom &pg, int64_t n0, bool) {
-    Descs d(pg, gy.dtype);
-    const int algo = cudnn_algo(*this, pg, gy.dtype, Dir::BwdData, d);
-    size_t ws = 0;
-    MIXP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-        cudnn_handle(*this), d.w, d.y, d.conv, d.x, cudnnConvolutionBwdDataAlgo_t(algo), &ws));
-    Scratch scratch(*this, ws);
+    const void *gyp = at_image(gy, n0, g.c_out * g.oh * g.ow);
+    void *gxp = at_image_mut(gx, n0, g.c_in * g.h * g.w);
+    const ConvPlan &p = cudnn_plan(*this, pg, gy.dtype, ConvDir::BwdData, {filter, gyp, gxp});
+    Scratch scratch(*this, p.workspace);
     Scales s(gy.dtype);
-    MIXP_CUDNN_CHECK(cudnnConvolutionBackwardData(
-        cudnn_handle(*this), s.one(), d.w, filter, d.y, at_image(gy, n0, g.c_out * g.oh * g.ow), d.conv,
-        cudnnConvolutionBwdDataAlgo_t(algo), scratch.p, ws, s.zero(), d.x,
-        at_image_mut(gx, n0, g.c_in * g.h * g.w)));
+    MIXP_CUDNN_CHECK(cudnnConvolutionBackwardData(cudnn_handle(*this), s.one(), p.w, filter, p.y, gyp, p.conv,
+                                                  cudnnConvolutionBwdDataAlgo_t(p.algo), scratch.p, p.workspace,
+                                                  s.zero(), p.x, gxp));
   });
 }
 
@@ -401,7 +266,7 @@ void CudaBackend::conv2d_backward_weights(const Conv2dGeom &g, const View &x, co
     fill(gw, 0.0);
     return;
   }
-  if (direct_backward(*this, g, x.dtype, Dir::BwdFilter)) {
+  if (direct_backward(*this, g, x.dtype, ConvDir::BwdFilter, {x.data, gy.data, nullptr})) {
     dispatch_float_dt(x.dtype, "conv2d backward weights", [&](auto tag) {
       using T = decltype(tag);
       conv_bwd_weights_direct<T><<<grid_for(g.c_out * (g.c_in / g.groups) * g.kh * g.kw), kThreads, 0,
@@ -415,18 +280,14 @@ void CudaBackend::conv2d_backward_weights(const Conv2dGeom &g, const View &x, co
   Scratch krsc(*this, g.nhwc ? filter_bytes(g, gw.dtype) : 0);
   void *filter = g.nhwc ? krsc.p : gw.data;
   for_batch_pieces(g, [&](const Conv2dGeom &pg, int64_t n0, bool first) {
-    Descs d(pg, x.dtype);
-    const int algo = cudnn_algo(*this, pg, x.dtype, Dir::BwdFilter, d);
-    size_t ws = 0;
-    MIXP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-        cudnn_handle(*this), d.x, d.y, d.conv, d.w, cudnnConvolutionBwdFilterAlgo_t(algo), &ws));
-    Scratch scratch(*this, ws);
+    const void *xp = at_image(x, n0, g.c_in * g.h * g.w), *gyp = at_image(gy, n0, g.c_out * g.oh * g.ow);
+    const ConvPlan &p = cudnn_plan(*this, pg, x.dtype, ConvDir::BwdFilter, {xp, gyp, nullptr});
+    Scratch scratch(*this, p.workspace);
     Scales s(x.dtype);
     // Later pieces add their part of the sum over images (beta = 1).
-    MIXP_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-        cudnn_handle(*this), s.one(), d.x, at_image(x, n0, g.c_in * g.h * g.w), d.y,
-        at_image(gy, n0, g.c_out * g.oh * g.ow), d.conv, cudnnConvolutionBwdFilterAlgo_t(algo),
-        scratch.p, ws, first ? s.zero() : s.one(), d.w, filter));
+    MIXP_CUDNN_CHECK(cudnnConvolutionBackwardFilter(cudnn_handle(*this), s.one(), p.x, xp, p.y, gyp, p.conv,
+                                                    cudnnConvolutionBwdFilterAlgo_t(p.algo), scratch.p,
+                                                    p.workspace, first ? s.zero() : s.one(), p.w, filter));
   });
   if (g.nhwc) filter_layout(*this, gw.dtype, krsc.p, gw.data, g, false);
 }

@@ -57,10 +57,13 @@ struct GemmPlan {
   size_t workspace = 0;
 };
 
-// cuDNN descriptors are cheap to create; the conv algorithm choice is not, so
-// it is cached per geometry and dtype (conv.cu).
+// One cached convolution plan (conv_plan.cu): the cuDNN descriptors of one
+// direction of one convolution, the algorithm chosen for it and its
+// workspace size, keyed by geometry, dtype, layout, direction and the
+// session's choice mode (benchmark, deterministic), so nothing is rebuilt
+// or queried per call.
 struct ConvKey {
-  std::array<int64_t, 20> v{};
+  std::array<int64_t, 22> v{};
   bool operator==(const ConvKey &o) const noexcept { return v == o.v; }
 };
 struct ConvKeyHash {
@@ -78,6 +81,14 @@ struct ConvKeyHash {
 // that file sees the frontend's types).
 struct AttentionPlans;
 
+struct ConvPlan {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  int algo = -1;  // a cudnnConvolution*Algo_t, or kConvDirect (conv_plan.hpp)
+  size_t workspace = 0;
+};
+
 struct CudaBackend::Libs {
   int sm = 0;                      // compute capability, major * 10 + minor
   std::string description;         // one line: name, sm, memory, versions
@@ -91,7 +102,7 @@ struct CudaBackend::Libs {
   void *workspace = nullptr;
   size_t workspace_bytes = 0;
   std::unordered_map<GemmKey, GemmPlan, GemmKeyHash> gemm_plans;
-  std::unordered_map<ConvKey, int, ConvKeyHash> conv_algos;  // chosen algorithm per conv
+  std::unordered_map<ConvKey, ConvPlan, ConvKeyHash> conv_plans;
   std::shared_ptr<AttentionPlans> attention;  // null until the first fused attention
 
   // Pinned staging for host->device copies (the data loader's batches): a
@@ -111,5 +122,7 @@ cudnnHandle_t cudnn_handle(CudaBackend &be);
 
 // gemm.cu: frees every cached cuBLASLt plan.
 void destroy_gemm_plans(CudaBackend::Libs &libs) noexcept;
+// conv_plan.cu: frees every cached convolution plan's descriptors.
+void destroy_conv_plans(CudaBackend::Libs &libs) noexcept;
 
 }  // namespace mixp::cuda

@@ -41,6 +41,7 @@ void fail_cudnn(cudnnStatus_t st, const char *what, const char *file, int line) 
 
 CudaBackend::Libs::~Libs() {
   destroy_gemm_plans(*this);
+  destroy_conv_plans(*this);
   for (int i = 0; i < kStagingSlots; ++i) {
     if (staging_done[i]) cudaEventDestroy(staging_done[i]);
     if (staging[i]) cudaFreeHost(staging[i]);

@@ -83,11 +83,10 @@ for w in "$o1b" "$o2b"; do expect gpt2 4 mixp "$w" -; done
 for l in NCHW channels_last; do
   for w in "$fp32" "$o1h" "$o2h"; do
     expect resnet50 2 mixp "$w" $l
-    # The zoo's MobileNetV3 may have no channels_last key (yet): its rows say so.
-    expect mobilenet_v3_large 2 mixp "$w" $l "n/a: the mixp model has no channels_last key"
+    expect mobilenet_v3_large 2 mixp "$w" $l
+    expect resnet18 4 mixp "$w" $l
   done
 done
-for w in "$fp32" "$o1h" "$o2h"; do expect resnet18 4 mixp "$w" NCHW; done
 
 if [ "$mode" = twins ]; then
   # Torch 1.13 cannot autocast the CPU to f16: its rows run bf16 and say so.
@@ -96,14 +95,13 @@ if [ "$mode" = twins ]; then
   expect gpt2 2 torch 'bf16 autocast \(eager\)' -
   expect gpt2 2 torch 'bf16 autocast \(torch.compile[^|]*' - 'skipped: '
   expect gpt2 4 torch 'bf16 autocast \(eager\)' -
-  for m in resnet50 mobilenet_v3_large; do
+  for m in resnet50 mobilenet_v3_large resnet18; do
+    b=2; [ $m = resnet18 ] && b=4
     for l in NCHW channels_last; do
-      expect $m 2 torch 'fp32 \(eager\)' $l
-      expect $m 2 torch "$amp" $l
+      expect $m $b torch 'fp32 \(eager\)' $l
+      expect $m $b torch "$amp" $l
     done
   done
-  expect resnet18 4 torch 'fp32 \(eager\)' NCHW
-  expect resnet18 4 torch "$amp" NCHW
 fi
 
 if [ "$mode" = mixp ]; then

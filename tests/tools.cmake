@@ -18,6 +18,13 @@ set_tests_properties(mixp_train_synthetic_smoke PROPERTIES
 add_test(NAME mixp_train_bad_flag
   COMMAND sh -c "\"$0\" --no-such-flag 2>&1 | grep -q '^usage: mixp-train' && { \"$0\" --no-such-flag >/dev/null 2>&1; test $? -eq 2; }"
           $<TARGET_FILE:mixp-train>)
+# --channels-last adds the zoo key channels_last=1 (here to MobileNetV3,
+# whose default is 0) and is refused, with status 2, for a model without
+# convolutions.
+add_test(NAME mixp_train_channels_last
+  COMMAND sh -c "\"$0\" --model mobilenet_v3_small --model-config width_mult=0.25 --data synthetic-images:3x32x32 --limit-train 32 --limit-test 16 --batch 16 --epochs 1 --threads 2 --channels-last 2>&1 | grep -q '^model: mobilenet_v3_small .*channels_last=1 ' || exit 1; \"$0\" --data synthetic --limit-train 64 --epochs 1 --channels-last 2>&1 | grep -q 'needs a convolutional model' || exit 1; \"$0\" --data synthetic --limit-train 64 --epochs 1 --channels-last >/dev/null 2>&1; test $? -eq 2"
+          $<TARGET_FILE:mixp-train>)
+set_tests_properties(mixp_train_channels_last PROPERTIES TIMEOUT 120)
 # Runs that must not report success: a --limit-train of INT64_MAX is "no
 # limit" (it once overflowed and trained nothing); a run whose loss ends
 # non-finite exits 1 saying so; an unwritable --save is refused before

@@ -11,6 +11,7 @@
 #   PHASE=profile    tools/gpu-check.sh [OUT_DIR]
 #   PHASE=fused      tools/gpu-check.sh [OUT_DIR]     (issue 40: ~5 min)
 #   PHASE=wheel      tools/gpu-check.sh [OUT_DIR]     (the mixp-cuda13 wheel on PyTorch's NVIDIA libraries)
+#   PHASE=conv       tools/gpu-check.sh [OUT_DIR]
 #
 # OUT_DIR receives its files rewritten after every step so that a phase
 # killed half-way leaves what it did: gpu-report.md (environment, then one
@@ -19,14 +20,17 @@
 # The logs themselves stay in $BUILD_DIR/gpu-check-logs.
 #
 # Environment:
-#   PHASE            build | test | bench | models | profile | fused | wheel |
-#                    all (= every one but wheel, in that order); a comma
-#                    list runs several in order. fused measures issue 40 only: the cuDNN
-#                    attention suites, the 8192x768x768 GEMM (heuristic vs
+#   PHASE            build | test | bench | models | profile | fused | conv |
+#                    wheel | all (= build to fused, in that order); a comma
+#                    list runs several in order. fused measures issue 40
+#                    only: the cuDNN attention suites, the 8192x768x768 GEMM (heuristic vs
 #                    MIXP_CUBLASLT_AUTOTUNE=1, and the kernels each side
 #                    runs), GPT-2 O2 bf16 with fused vs composed attention
 #                    beside PyTorch (eager AMP + SDPA + fused AdamW,
 #                    torch.compile, peak memory).
+#                    conv measures the conv nets under each
+#                    convolution-algorithm mode (issue 35; not in all).
+#                    wheel checks the mixp-cuda13 wheel (issue 38; not in all).
 #                    The phases after build build first when the build is
 #                    missing (a fresh machine).
 #   MIXP_DEPS_PREFIX where oneDNN, CMocka and zlib headers/libraries were
@@ -60,6 +64,10 @@
 #                    --mode o2": every model's mixed-precision rows; a
 #                    --workload narrows it); PROFILE_TIMEOUT seconds it may
 #                    run (default 300).
+#   CONV_ARGS        the conv phase's rows (default "--workload resnet50
+#                    --workload mobilenet_v3_large --workload resnet18");
+#                    CONV_TIMEOUT seconds its first run (beside PyTorch) may
+#                    run (default 300), each of the two others half of it.
 #   PYTHON           an interpreter with a CUDA-enabled torch 2.x for the
 #                    benchmarks' references (default: the first python3 that has one).
 # Exit status: 0 when every phase run succeeded (benchmark numbers are
@@ -88,8 +96,8 @@ pack_logs() { tar -czf "$OUT_DIR/gpu-logs.tar.gz.tmp" -C "$BUILD_DIR" gpu-check-
 secs_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN{printf "%.0f", b-a}'; }
 
 for p in ${PHASES//,/ }; do
-  case $p in build|test|bench|models|profile|fused|wheel) ;;
-    *) echo "gpu-check.sh: unknown PHASE '$p' (build, test, bench, models, profile, fused, wheel or all)" >&2; exit 2 ;; esac
+  case $p in build|test|bench|models|profile|fused|conv|wheel) ;;
+    *) echo "gpu-check.sh: unknown PHASE '$p' (build, test, bench, models, profile, fused, conv, wheel or all)" >&2; exit 2 ;; esac
 done
 
 # ---- dependencies: an unpacked prefix, cuDNN, the compiler ----------------------------
@@ -444,6 +452,42 @@ phase_fused() {
     sed '1,/^## Whole models/d' "$LOG/fused-gpt2-$path.txt" >> "$REPORT"
     pack_logs
   done
+  return $rc
+}
+
+# The conv nets under mixp's three convolution-algorithm modes (issue 35):
+# cudnn.benchmark's (timed, any algorithm) beside the PyTorch twins, which
+# run channels_last and cudnn.benchmark=True; then without PyTorch the
+# default (heuristic, deterministic) and timed deterministic, O2 only: what
+# determinism costs. Each table has NCHW and channels_last rows and peak memory.
+conv_run() {  # conv_run NAME TIMEOUT ENV... -- ARGS...
+  local name=$1 limit=$2 rc=0 t0 envs=()
+  shift 2
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  say "== ${envs[*]} mixp-bench $*"
+  report ""; report "### ${envs[*]}"; report ""
+  t0=$(date +%s.%N)
+  env "${envs[@]}" timeout "$limit" "$BUILD_DIR/tools/mixp-bench" "$@" > "$LOG/conv-$name.txt" 2> "$LOG/conv-$name-stderr.txt" || rc=$?
+  report '```'; sed -n '1,/^## Whole models/p' "$LOG/conv-$name.txt" | grep -v '^## Whole models' >> "$REPORT"; report '```'
+  sed '1,/^## Whole models/d' "$LOG/conv-$name.txt" >> "$REPORT"
+  [ -s "$LOG/conv-$name-stderr.txt" ] && { report ""; report "stderr (last 30 lines):"; report '```'; tail -30 "$LOG/conv-$name-stderr.txt" >> "$REPORT"; report '```'; }
+  report ""; report "- $(secs_since "$t0") s; exit status $rc$([ $rc -eq 124 ] && echo " (killed at $limit s)")"
+  return $rc
+}
+
+phase_conv() {
+  report ""; report "## Conv nets by convolution-algorithm mode (started $(date -u +%H:%M:%S))"; report ""
+  local rows torch=(--no-torch) limit=${CONV_TIMEOUT:-300} rc=0
+  # shellcheck disable=SC2206
+  rows=(${CONV_ARGS:---workload resnet50 --workload mobilenet_v3_large --workload resnet18})
+  [ -n "$PY" ] && torch=(--python "$PY")
+  conv_run bench-any "$limit" MIXP_CUDNN_BENCHMARK=1 MIXP_CUDNN_DETERMINISTIC=0 -- \
+    --device cuda "${rows[@]}" --mode fp32 --mode o2 "${torch[@]}" || rc=1
+  conv_run heuristic-det $((limit / 2)) MIXP_CUDNN_BENCHMARK=0 MIXP_CUDNN_DETERMINISTIC=1 -- \
+    --device cuda "${rows[@]}" --mode o2 --no-torch || rc=1
+  conv_run bench-det $((limit / 2)) MIXP_CUDNN_BENCHMARK=1 MIXP_CUDNN_DETERMINISTIC=1 -- \
+    --device cuda "${rows[@]}" --mode o2 --no-torch || rc=1
   return $rc
 }
 

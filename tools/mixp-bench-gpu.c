@@ -426,7 +426,7 @@ static void gpu_usage(FILE *f) {
           "  gemm, adamw, mlp-launch, fmnist   kernels and small steps (see docs/performance.md)\n"
           "  gpt2, resnet50, mobilenet_v3_large, resnet18\n"
           "                                    whole models, fp32 / O1 / O2 (and NCHW / channels_last\n"
-          "                                    for resnet50, mobilenet_v3_large); 'models' names all four\n"
+          "                                    for the conv nets); 'models' names all four\n"
           "Each runs beside its PyTorch reference (bench/torch/gpu_workloads.py) in the same\n"
           "invocation, with PATH (default: $MIXP_BENCH_PYTHON, else the first python3 on PATH whose\n"
           "torch is 2.x or later; on the CPU any torch, whose gaps the script names).\n"

@@ -64,7 +64,7 @@ static const model_def k_models[] = {
      "mobilenet_v3_large width_mult=0.25 classes=10", {3, 224, 224}, {3, 32, 32}, 3, 0, MIXP_F16, 3,
      {256, 0}, {2, 0}, 3, 10, "images/s"},
     {"resnet18", "ResNet-18, 3x32x32, 10 classes (launch-bound)", "resnet18 classes=10",
-     "resnet18 width=8 classes=10", {3, 32, 32}, {3, 32, 32}, 3, 0, MIXP_F16, 1, {128, 0}, {4, 0}, 3, 30,
+     "resnet18 width=8 classes=10", {3, 32, 32}, {3, 32, 32}, 3, 0, MIXP_F16, 3, {128, 0}, {4, 0}, 3, 30,
      "images/s"},
 };
 #define NUM_MODELS ((int)(sizeof k_models / sizeof k_models[0]))

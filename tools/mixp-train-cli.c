@@ -48,6 +48,8 @@ void usage(FILE *f) {
           "  --block-size N          tokens per text sample (default 64)\n"
           "  --checkpoint-activations  recompute activations in backward instead of keeping them\n"
           "                          (one checkpoint region per block: config key checkpoint=1)\n"
+          "  --channels-last         NHWC activations inside a conv model (config key channels_last=1;\n"
+          "                          the default on the CPU for cnn and resnet)\n"
           "  --epochs N              training epochs (default 10)\n"
           "  --batch N               mini-batch size (default 128)\n"
           "  --optimizer NAME        adamw (default) or sgd (momentum 0.9)\n"
@@ -279,6 +281,7 @@ static const flag kFlags[] = {
     {"--data-dir", TEXT, AT(data_dir), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--block-size", I64, AT(block_size), 1, 1 << 20, NULL, NULL, NULL, 0, 0},
     {"--checkpoint-activations", SWITCH, AT(checkpoint_activations), 0, 0, NULL, NULL, NULL, 0, 0},
+    {"--channels-last", SWITCH, AT(channels_last), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--epochs", INT, AT(epochs), 1, 100000, NULL, NULL, NULL, 0, 0},
     {"--batch", I64, AT(batch), 1, 1 << 20, NULL, NULL, NULL, 0, 0},
     {"--optimizer", CHOICE, AT(adamw), 0, 0, "adamw,sgd", kOptimizers, NULL, 0, 0},

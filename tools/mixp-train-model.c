@@ -171,6 +171,15 @@ void model_create(mixp_session *s, const args *a, const int64_t *shape, int ndim
     derive(m->zoo_config, user, "checkpoint", 1);
     if (strcmp(a->model, "mlp") != 0) derive(m->config, user, "checkpoint", 1);
   }
+  if (a->channels_last) {
+    if (strcmp(a->model, "mlp") == 0 || m->is_gpt) {
+      fprintf(stderr, "mixp-train: --channels-last needs a convolutional model (cnn, resnet*, mobilenet_v3_*)\n");
+      exit(2);
+    }
+    const char *user = a->model_config ? a->model_config : "";
+    derive(m->zoo_config, user, "channels_last", 1);
+    derive(m->config, user, "channels_last", 1);
+  }
   CHECK(mixp_model_create(s, m->zoo_config, &m->zoo));
 }
 

@@ -39,6 +39,7 @@ typedef struct args {
   int64_t block_size;
   const char *data_dir;
   int checkpoint_activations;
+  int channels_last; /* --channels-last: the zoo key channels_last=1 */
   int epochs;
   int64_t batch;
   double lr;

@@ -138,7 +138,7 @@ MIXP_PY_OUT_HANDLE(mixp_dist)
 /* ---- scalar out-parameters ------------------------------------------------ */
 %include <typemaps.i>
 %apply double *OUTPUT { double *value, double *lr, double *scale };
-%apply int *OUTPUT { int *found_inf, int *param_index };
+%apply int *OUTPUT { int *found_inf, int *param_index, int *benchmark, int *deterministic };
 %apply int64_t *OUTPUT { int64_t *growth_tracker, int64_t *step, int64_t *count };
 %typemap(in, numinputs=0) size_t *size (size_t tmp = 0), size_t *written (size_t tmp = 0) { $1 = &tmp; }
 %typemap(argout) size_t *size, size_t *written {

@@ -218,6 +218,21 @@ typedef struct mixp_session_options {
    *  The CPU backend records it and computes F32 products in full fp32. */
   int allow_tf32;
   mixp_numerics_mode check_numerics;  /**< Numerics checker mode (default off). */
+  /** Since 0.9 (a 0.8-sized struct reads as 0 and 1). 1: choose each
+   *  convolution's algorithm by timing the candidates on its first call
+   *  (PyTorch's cudnn.benchmark), once per geometry, dtype and layout for the
+   *  session; 0 (default): cuDNN's heuristic choice, no timing. 0 or 1; the
+   *  environment variable MIXP_CUDNN_BENCHMARK=0|1 wins over this field.
+   *  The CPU backend records it and has one algorithm per convolution. */
+  int cudnn_benchmark;
+  /** Since 0.9. 1 (default): convolutions use bitwise-reproducible
+   *  algorithms only, so a run repeats bit for bit (what mixp has always
+   *  promised; a geometry that has none on the GPU fails with
+   *  MIXP_ERR_UNSUPPORTED naming it); 0: any algorithm, which with
+   *  cudnn_benchmark=1 may be faster and round differently from run to run
+   *  (atomics). 0 or 1; MIXP_CUDNN_DETERMINISTIC=0|1 in the environment
+   *  wins. The CPU backend is deterministic either way. */
+  int cudnn_deterministic;
 } mixp_session_options;
 
 /**
@@ -355,6 +370,32 @@ MIXP_API mixp_status mixp_session_set_tf32(mixp_session *session, int allow);
  * @return 1 or 0 (0 for NULL).
  */
 MIXP_API int mixp_session_tf32(const mixp_session *session);
+
+/**
+ * Sets how convolutions choose their algorithm (see
+ * mixp_session_options::cudnn_benchmark and ::cudnn_deterministic): for the
+ * convolutions that run after the call; each choice is kept for the session.
+ * MIXP_CUDNN_BENCHMARK and MIXP_CUDNN_DETERMINISTIC in the environment
+ * (read when the session was created), when set, win. Since 0.9.
+ * @param session The session.
+ * @param benchmark 1 to time the candidates, 0 for the heuristic's choice.
+ * @param deterministic 1 for bitwise-reproducible algorithms only, 0 for any.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a NULL session or a value
+ *         other than 0 and 1 (the message names the argument); then nothing
+ *         changes. Not thread-safe with operations on the same session.
+ */
+MIXP_API mixp_status mixp_session_set_cudnn(mixp_session *session, int benchmark, int deterministic);
+
+/**
+ * How convolutions choose their algorithm, after the environment overrides.
+ * Since 0.9.
+ * @param session The session.
+ * @param[out] benchmark Receives 1 or 0 (cudnn_benchmark); not NULL.
+ * @param[out] deterministic Receives 1 or 0 (cudnn_deterministic); not NULL.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL arguments (nothing
+ *         written).
+ */
+MIXP_API mixp_status mixp_session_cudnn(const mixp_session *session, int *benchmark, int *deterministic);
 
 /**
  * Sets the numerics checker mode. After every operation, in the forward and

@@ -24,6 +24,8 @@ mixp_status mixp_session_options_init_sized(mixp_session_options *o, size_t size
     d.num_threads = 0;
     d.allow_tf32 = 0;
     d.check_numerics = MIXP_NUMERICS_OFF;
+    d.cudnn_benchmark = 0;
+    d.cudnn_deterministic = 1;  // bitwise-reproducible runs, as before 0.9
   });
   return init_options_sized(o, size, defaults, "mixp_session_options_init_sized");
 }
@@ -39,8 +41,13 @@ mixp_status mixp_session_create(const mixp_session_options *options, mixp_sessio
           options->struct_size > sizeof(mixp_session_options) * 4)
         fail(MIXP_ERR_INVALID_ARGUMENT, "mixp_session_create: options->struct_size is ", options->struct_size,
              "; fill options with mixp_session_options_init()");
-      // Copy what the caller's (possibly older, smaller) struct holds.
-      std::memcpy(&o, options, std::min<size_t>(options->struct_size, sizeof o));
+      // Copy what the caller's (possibly older, smaller) struct holds. A 0.8
+      // struct's last 4 of its 40 bytes are tail padding where 0.9 put
+      // cudnn_benchmark: not the caller's value, so not read.
+      const size_t held = options->struct_size >= sizeof o
+                              ? sizeof o
+                              : std::min<size_t>(options->struct_size, offsetof(mixp_session_options, cudnn_benchmark));
+      std::memcpy(&o, options, held);
       o.struct_size = sizeof o;
     }
     check_session_options(o, "mixp_session_create");
@@ -106,6 +113,29 @@ mixp_status mixp_session_set_tf32(mixp_session *session, int allow) {
 
 int mixp_session_tf32(const mixp_session *s) {
   return (s && s->magic == mixp_session::kMagic && tf32_enabled(s)) ? 1 : 0;
+}
+
+mixp_status mixp_session_set_cudnn(mixp_session *session, int benchmark, int deterministic) {
+  const char *fn = "mixp_session_set_cudnn";
+  return guard(fn, [&] {
+    Session *s = check_session(session, fn);
+    if (benchmark != 0 && benchmark != 1) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": benchmark must be 0 or 1, got ", benchmark);
+    if (deterministic != 0 && deterministic != 1)
+      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": deterministic must be 0 or 1, got ", deterministic);
+    s->cudnn_benchmark = benchmark != 0;
+    s->cudnn_deterministic = deterministic != 0;
+  });
+}
+
+mixp_status mixp_session_cudnn(const mixp_session *session, int *benchmark, int *deterministic) {
+  const char *fn = "mixp_session_cudnn";
+  return guard(fn, [&] {
+    Session *s = check_session(session, fn);
+    check_out(benchmark, fn, "benchmark");
+    check_out(deterministic, fn, "deterministic");
+    *benchmark = cudnn_benchmark(s) ? 1 : 0;
+    *deterministic = cudnn_deterministic(s) ? 1 : 0;
+  });
 }
 
 mixp_status mixp_session_set_numerics_check(mixp_session *session, mixp_numerics_mode mode) {

@@ -69,8 +69,9 @@ namespace mixp {
 // collectives_join. v10: the optional capabilities timing_mark/timing_elapsed_ms/timing_reset
 // and device_memory/reset_device_memory_peak. v11: the required core and the optional
 // capabilities DeviceCollectives, DeviceTimer and DeviceMemoryStats split; the declinable
-// kernels attention_forward/backward.)
-inline constexpr uint32_t kBackendAbiVersion = 11;
+// kernels attention_forward/backward. v12: Conv2dGeom.benchmark/deterministic; relu's
+// backward formula reads its output.)
+inline constexpr uint32_t kBackendAbiVersion = 12;
 
 // What Backend::count_values returns.
 struct ValueCounts {
@@ -133,6 +134,12 @@ struct Conv2dGeom {
   int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
   int64_t groups = 1;
   bool nhwc = false;
+  // How a backend with a choice of algorithms picks one (the session's
+  // cudnn_benchmark / cudnn_deterministic): by timing them or by its
+  // heuristic, among the bitwise-reproducible ones only or among all. The
+  // CPU's oneDNN convolutions have one deterministic path and ignore both.
+  bool benchmark = false;
+  bool deterministic = true;
 };
 
 enum class PoolKind { Max, Avg, AdaptiveAvg };

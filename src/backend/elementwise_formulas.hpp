@@ -81,9 +81,13 @@ template <class A> MIXP_HOST_DEVICE static A forward(A x, A s) { return s / x; }
 template <class A> MIXP_HOST_DEVICE static A backward(A x, A, A g, A s) { return -g * s / (x * x); }
 MIXP_FORMULA_END
 
-MIXP_FORMULA_BEGIN(Relu, Input)
+// The backward reads the output: y > 0 exactly where x > 0 (y is x itself
+// there, in the same dtype; NaN and -0 give y = x, false like x > 0), so the
+// gradient is bitwise that of x > 0, and a conv-BN-ReLU keeps one activation
+// less: y is what the next layer saves anyway (PyTorch's in-place ReLU).
+MIXP_FORMULA_BEGIN(Relu, Output)
 template <class A> MIXP_HOST_DEVICE static A forward(A x, A) { return x < A(0) ? A(0) : x; }
-template <class A> MIXP_HOST_DEVICE static A backward(A x, A, A g, A) { return x > A(0) ? g : A(0); }
+template <class A> MIXP_HOST_DEVICE static A backward(A, A y, A g, A) { return y > A(0) ? g : A(0); }
 MIXP_FORMULA_END
 
 MIXP_FORMULA_BEGIN(GeluErf, Input)

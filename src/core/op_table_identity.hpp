@@ -22,7 +22,9 @@ struct OpTableIdentity {
 namespace op_table_detail {
 
 // Every name the backends' numbering depends on, in table order: the OpIds,
-// then the UnaryOp enumerators, then the BinaryOp enumerators.
+// then the UnaryOp enumerators with the saved value each backward reads (a
+// plugin built when relu read its input would read the empty View the op
+// layer now passes), then the BinaryOp enumerators.
 inline constexpr const char *kIdentityNames[] = {
 #define MIXP_OP(name, c_function, category) #name,
 #define MIXP_UNARY(Enum, name, c_function, reads, category, c_args) #name,
@@ -30,8 +32,8 @@ inline constexpr const char *kIdentityNames[] = {
 #include "core/ops.def"
 #define MIXP_INTERNAL(name, c_function) #name,
 #include "core/ops.def"
-#define MIXP_UNARY(Enum, name, c_function, reads, category, c_args) "UnaryOp::" #Enum,
-#define MIXP_UNARY_VARIANT(Enum, name, reads) "UnaryOp::" #Enum,
+#define MIXP_UNARY(Enum, name, c_function, reads, category, c_args) "UnaryOp::" #Enum "/" #reads,
+#define MIXP_UNARY_VARIANT(Enum, name, reads) "UnaryOp::" #Enum "/" #reads,
 #include "core/ops.def"
 #define MIXP_BINARY(Enum, name, c_function, category) "BinaryOp::" #Enum,
 #include "core/ops.def"

@@ -45,8 +45,11 @@ constexpr size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
                 #T ": the last size of its history must be sizeof(" #T ")")
 
 // (Sizes below in bytes on LP64, versions by the library's release.)
-// 40 since 0.1.
-MIXP_STRUCT_HISTORY(mixp_session_options, check_numerics, sizeof(mixp_session_options));
+// 40 in 0.1-0.8; 48 since 0.9 (cudnn_benchmark, cudnn_deterministic). The
+// old size is its tail-padded sizeof, not the new field's offset (36).
+MIXP_STRUCT_HISTORY(mixp_session_options, cudnn_deterministic,
+                    detail::round_up(offsetof(mixp_session_options, cudnn_benchmark), alignof(mixp_session_options)),
+                    sizeof(mixp_session_options));
 // 24 since 0.2.
 MIXP_STRUCT_HISTORY(mixp_cross_entropy_options, label_smoothing, sizeof(mixp_cross_entropy_options));
 // 72 since 0.1.

@@ -89,6 +89,11 @@ struct mixp_session {
   int backward_depth = 0;  // > 0 while mixp_backward runs
   uint64_t numerics_warnings = 0;
   bool allow_tf32 = false;
+  // How convolutions choose their algorithm (mixp_session_set_cudnn), and
+  // the environment's MIXP_CUDNN_BENCHMARK / _DETERMINISTIC read when the
+  // session was created, which win when set (-1: unset).
+  bool cudnn_benchmark = false, cudnn_deterministic = true;
+  int env_cudnn_benchmark = -1, env_cudnn_deterministic = -1;
 
   // Activation checkpointing (autograd/checkpoint.hpp): the open region, and
   // a counter giving each region a distinct tag for the values it makes.
@@ -147,6 +152,12 @@ void apply_threads(const Session *s) noexcept;
 // Whether F32 products may use TF32: MIXP_TF32_OVERRIDE=0|1 wins over the
 // session's switch (like NVIDIA_TF32_OVERRIDE).
 bool tf32_enabled(const Session *s) noexcept;
+
+// The convolution algorithm choice in force: the environment's override
+// (MIXP_CUDNN_BENCHMARK / MIXP_CUDNN_DETERMINISTIC) when set, else the
+// session's switch.
+bool cudnn_benchmark(const Session *s) noexcept;
+bool cudnn_deterministic(const Session *s) noexcept;
 
 // mixp_session_create's checks of the options that are not the device.
 void check_session_options(const mixp_session_options &opts, const char *fn);

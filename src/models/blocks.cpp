@@ -60,9 +60,9 @@ std::unique_ptr<Module> attention(Session *s, int64_t e, int64_t heads, double d
 
 bool get_checkpoint(Config &cfg) { return cfg.get_int("checkpoint", 0, 0, 1) != 0; }
 
-mixp_layout get_layout(Session *s, Config &cfg) {
+mixp_layout get_layout(Session *s, Config &cfg, bool cpu_default) {
   const bool cpu = s->device == "cpu";
-  return cfg.get_int("channels_last", cpu ? 1 : 0, 0, 1) != 0 ? MIXP_NHWC : MIXP_NCHW;
+  return cfg.get_int("channels_last", cpu && cpu_default ? 1 : 0, 0, 1) != 0 ? MIXP_NHWC : MIXP_NCHW;
 }
 
 TensorPtr to_layout(const TensorPtr &x, mixp_layout layout) {

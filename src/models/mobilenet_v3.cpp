@@ -3,7 +3,8 @@
 // squeeze-excitation, BatchNorm(eps 0.001, momentum 0.01), classifier and
 // initialisation, so parameter counts and names ("features.4.block.2.fc1")
 // match torchvision's. With checkpoint=1 each inverted-residual block is a
-// checkpoint region of its own.
+// checkpoint region of its own; channels_last=1 keeps the features NHWC
+// (models.hpp; default 0).
 #include <algorithm>
 #include <cmath>
 
@@ -37,23 +38,25 @@ struct BlockConf {
 
 // Conv2dNormActivation: Sequential(conv, BN[, activation]), no conv bias.
 std::unique_ptr<Module> conv_bn_act(Session *s, int64_t in, int64_t out, int64_t k,
-                                    int64_t stride, int64_t groups, Act act, mixp_dtype dtype) {
+                                    int64_t stride, int64_t groups, Act act, mixp_dtype dtype,
+                                    mixp_layout layout) {
   auto m = std::make_unique<nn::Sequential>(s);
-  m->append(conv2d(s, in, out, k, stride, (k - 1) / 2, groups, false, dtype, kInit));
-  m->append(batchnorm2d(s, out, kBnEps, kBnMomentum, dtype));
+  m->append(conv2d(s, in, out, k, stride, (k - 1) / 2, groups, false, dtype, kInit, layout));
+  m->append(batchnorm2d(s, out, kBnEps, kBnMomentum, dtype, layout));
   if (act == Act::ReLU) m->append(nn::relu(s));
   if (act == Act::Hardswish) m->append(nn::hardswish(s));
   return m;
 }
 
 // x * hardsigmoid(fc2(relu(fc1(avgpool(x))))), fc1/fc2 1x1 convs with bias.
+// In NHWC the pooled scale is [N, 1, 1, C], which broadcasts over x alike.
 class SqueezeExcitation final : public Module {
  public:
-  SqueezeExcitation(Session *s, int64_t c, int64_t squeeze, mixp_dtype dtype)
+  SqueezeExcitation(Session *s, int64_t c, int64_t squeeze, mixp_dtype dtype, mixp_layout layout)
       : Module(s, "SqueezeExcitation") {
-    register_module("avgpool", nn::global_avg_pool(s));
-    register_module("fc1", conv2d(s, c, squeeze, 1, 1, 0, 1, true, dtype, kInit));
-    register_module("fc2", conv2d(s, squeeze, c, 1, 1, 0, 1, true, dtype, kInit));
+    register_module("avgpool", nn::global_avg_pool(s, layout));
+    register_module("fc1", conv2d(s, c, squeeze, 1, 1, 0, 1, true, dtype, kInit, layout));
+    register_module("fc2", conv2d(s, squeeze, c, 1, 1, 0, 1, true, dtype, kInit, layout));
     register_module("activation", nn::relu(s));
   }
 
@@ -67,18 +70,19 @@ class SqueezeExcitation final : public Module {
 
 class InvertedResidual final : public Module {
  public:
-  InvertedResidual(Session *s, const BlockConf &c, mixp_dtype dtype, bool checkpoint)
+  InvertedResidual(Session *s, const BlockConf &c, mixp_dtype dtype, bool checkpoint, mixp_layout layout)
       : Module(s, "InvertedResidual"), residual_(c.stride == 1 && c.in == c.out),
         checkpoint_(checkpoint) {
     auto block = std::make_unique<nn::Sequential>(s);
-    if (c.expanded != c.in) block->append(conv_bn_act(s, c.in, c.expanded, 1, 1, 1, c.act, dtype));
+    if (c.expanded != c.in)
+      block->append(conv_bn_act(s, c.in, c.expanded, 1, 1, 1, c.act, dtype, layout));
     block->append(conv_bn_act(s, c.expanded, c.expanded, c.kernel, c.stride, c.expanded, c.act,
-                              dtype));
+                              dtype, layout));
     if (c.se)
       block->append(std::make_unique<SqueezeExcitation>(s, c.expanded,
                                                         make_divisible(double(c.expanded / 4)),
-                                                        dtype));
-    block->append(conv_bn_act(s, c.expanded, c.out, 1, 1, 1, Act::None, dtype));
+                                                        dtype, layout));
+    block->append(conv_bn_act(s, c.expanded, c.out, 1, 1, 1, Act::None, dtype, layout));
     register_module("block", std::move(block));
   }
 
@@ -97,15 +101,16 @@ class MobileNetV3 final : public Module {
  public:
   MobileNetV3(Session *s, const std::vector<BlockConf> &confs, int64_t in_channels,
               int64_t last_channel, int64_t classes, double dropout, mixp_dtype dtype,
-              bool checkpoint)
-      : Module(s, "MobileNetV3"), in_channels_(in_channels) {
+              bool checkpoint, mixp_layout layout)
+      : Module(s, "MobileNetV3"), in_channels_(in_channels), layout_(layout) {
     auto features = std::make_unique<nn::Sequential>(s);
-    features->append(conv_bn_act(s, in_channels, confs[0].in, 3, 2, 1, Act::Hardswish, dtype));
-    for (const BlockConf &c : confs) features->append(std::make_unique<InvertedResidual>(s, c, dtype, checkpoint));
+    features->append(conv_bn_act(s, in_channels, confs[0].in, 3, 2, 1, Act::Hardswish, dtype, layout));
+    for (const BlockConf &c : confs)
+      features->append(std::make_unique<InvertedResidual>(s, c, dtype, checkpoint, layout));
     const int64_t last_in = confs.back().out, last_out = 6 * last_in;
-    features->append(conv_bn_act(s, last_in, last_out, 1, 1, 1, Act::Hardswish, dtype));
+    features->append(conv_bn_act(s, last_in, last_out, 1, 1, 1, Act::Hardswish, dtype, layout));
     register_module("features", std::move(features));
-    register_module("avgpool", nn::global_avg_pool(s));
+    register_module("avgpool", nn::global_avg_pool(s, layout));
     auto classifier = std::make_unique<nn::Sequential>(s);
     classifier->append(linear(s, last_out, last_channel, true, dtype));
     classifier->append(nn::hardswish(s));
@@ -123,13 +128,14 @@ class MobileNetV3 final : public Module {
     if (nn::ndim_of(x) != 4 || nn::dim_of(x, 1) != in_channels_)
       fail(MIXP_ERR_SHAPE, "mixp_module_forward: mobilenet_v3 expects NCHW input [N, ",
            in_channels_, ", H, W] (key in_channels), got ", nn::shape_string(x));
-    TensorPtr h = child_slot(1).forward(child_slot(0).forward(x));
-    h = nn::call(mixp_flatten, h.get(), 1, -1);
+    TensorPtr h = child_slot(1).forward(child_slot(0).forward(to_layout(x, layout_)));
+    h = nn::call(mixp_flatten, h.get(), 1, -1);  // [N, C] from either layout's pooled map
     return child_slot(2).forward(h);
   }
 
  private:
   int64_t in_channels_;
+  mixp_layout layout_;
 };
 
 std::vector<BlockConf> block_table(bool large, double wm) {
@@ -171,11 +177,12 @@ std::unique_ptr<Module> make_mobilenet_v3(Session *s, Config &cfg) {
   const double dropout = cfg.get_double("dropout", 0.2, 0.0, 1.0, true);
   const mixp_dtype dtype = cfg.get_dtype();
   const bool checkpoint = get_checkpoint(cfg);
+  const mixp_layout layout = get_layout(s, cfg, false);
   cfg.finish();
   const bool large = size == "large";
   const int64_t last_channel = make_divisible((large ? 1280.0 : 1024.0) * wm);
   return std::make_unique<MobileNetV3>(s, block_table(large, wm), in_channels, last_channel,
-                                       classes, dropout, dtype, checkpoint);
+                                       classes, dropout, dtype, checkpoint, layout);
 }
 
 }  // namespace mixp::models

@@ -53,7 +53,7 @@ std::unique_ptr<Module> attention(Session *s, int64_t e, int64_t heads, double d
                                   mixp_dtype dtype);
 
 // ---- channels last (blocks.cpp) ---------------------------------------------
-// The key channels_last=0|1 of cnn and resnet: 1 keeps the activations NHWC
+// The key channels_last=0|1 of cnn, resnet and mobilenet_v3: 1 keeps the activations NHWC
 // inside the model, as PyTorch's channels_last memory format does. The
 // model's input stays NCHW and its parameters the same tensors (OIHW
 // weights, the classifier reading features in NCHW order), so results agree
@@ -61,7 +61,9 @@ std::unique_ptr<Module> attention(Session *s, int64_t e, int64_t heads, double d
 // Default 1 on the CPU: oneDNN convolves NHWC natively, where NCHW cost a
 // reorder of each activation in and out of every convolution (~2 ms of the
 // cnn's ~18 ms bf16 step on the AMX Xeon); 0 on CUDA, not yet measured there.
-mixp_layout get_layout(Session *s, Config &cfg);
+// mobilenet_v3 passes cpu_default = false: 0 everywhere until its depthwise
+// convolutions are measured in NHWC.
+mixp_layout get_layout(Session *s, Config &cfg, bool cpu_default = true);
 // x (NCHW) as the model's layout: a contiguous NHWC copy, or x itself.
 TensorPtr to_layout(const TensorPtr &x, mixp_layout layout);
 // The inverse, for the classifier's NCHW-ordered features.

@@ -124,7 +124,9 @@ TensorPtr conv2d(const TensorPtr &x_in, const TensorPtr &w_in, const TensorPtr &
   require_float(fn, "weight", *w);
   require_same_dtype(fn, "x", *x, "weight", *w);
   if (bias) require_same_dtype(fn, "x", *x, "bias", *bias);
-  const Conv2dGeom g = conv_geometry(fn, *x, *w, bias.get(), o);
+  Conv2dGeom g = conv_geometry(fn, *x, *w, bias.get(), o);
+  g.benchmark = cudnn_benchmark(s);  // the backward keeps the forward's choice
+  g.deterministic = cudnn_deterministic(s);
   const bool nhwc = g.nhwc;
 
   TensorPtr xc = contiguous(detach(*x)), wc = contiguous(detach(*w));

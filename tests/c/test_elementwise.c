@@ -601,6 +601,49 @@ static void test_unary_backward_all_dtypes(void **state) {
   mixp_session_destroy(s);
 }
 
+/* relu's backward reads its output: y > 0 exactly where x > 0, so the
+ * gradient is g where x > 0 and 0 elsewhere, at NaN, -0, +0, tiny values
+ * (zero in f16) and the infinities too, in every float dtype (bit for bit:
+ * +0 or g itself).
+ * And relu keeps no reference to its input: an intermediate that only relu
+ * read is freed when the caller releases it (a conv-BN-ReLU keeps one
+ * activation less). */
+static void test_relu_saves_output(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  enum { N = 9 };
+  const double vals[N] = {NAN, -0.0, 0.0, -1.0, 1.0, 1e-30, -1e-30, INFINITY, -INFINITY};
+  const int64_t shape[1] = {N};
+  for (int d = 0; d < 4; ++d) {
+    const mixp_dtype dt = float_dtypes[d];
+    mixp_tensor *p = mt_tensor(s, dt, vals, shape, 1), *h = NULL, *y = NULL, *seed = NULL, *g = NULL;
+    MT_OK(mixp_tensor_set_requires_grad(p, 1));
+    MT_OK(mixp_mul_scalar(p, 1.0, &h)); /* saves nothing */
+    double *hv = mt_values(h);
+    MT_OK(mixp_relu(h, &y));
+    const uint64_t before = mt_current_bytes(s);
+    mixp_tensor_release(h);
+    assert_int_equal(mt_current_bytes(s), before - (uint64_t)N * (uint64_t)mixp_dtype_size(dt));
+    double gs[N];
+    for (int i = 0; i < N; ++i) gs[i] = 1.5 + i;
+    MT_OK(mixp_backward(y, (seed = mt_tensor(s, dt, gs, shape, 1))));
+    MT_OK(mixp_tensor_grad(p, &g));
+    double *gv = mt_values(g), *sv = mt_values(seed);
+    for (int i = 0; i < N; ++i) {
+      const double want = hv[i] > 0 ? sv[i] : 0.0;
+      assert_memory_equal(&gv[i], &want, sizeof want); /* +0, never -0 or NaN */
+    }
+    free(gv);
+    free(sv);
+    free(hv);
+    mixp_tensor_release(g);
+    mixp_tensor_release(seed);
+    mixp_tensor_release(y);
+    mixp_tensor_release(p);
+  }
+  mixp_session_destroy(s);
+}
+
 static void test_no_grad_records_nothing(void **state) {
   (void)state;
   mixp_session *s = mt_session();
@@ -756,6 +799,7 @@ int main(void) {
       cmocka_unit_test(test_unary_gradcheck),
       cmocka_unit_test(test_binary_gradcheck),
       cmocka_unit_test(test_unary_backward_all_dtypes),
+      cmocka_unit_test(test_relu_saves_output),
       cmocka_unit_test(test_no_grad_records_nothing),
       cmocka_unit_test(test_binary_misuse),
       cmocka_unit_test(test_unary_misuse),

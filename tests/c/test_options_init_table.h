@@ -40,8 +40,13 @@ typedef struct {
  * older release's struct ended (docs/embedding.md has the versions). */
 #define OI_ONE(T, FN) {#FN, sizeof(T), {sizeof(T)}, oi_sized_##T}
 #define OI_TWO(T, FN, FIELD) {#FN, sizeof(T), {offsetof(T, FIELD), sizeof(T)}, oi_sized_##T}
+/* An older struct that ended in tail padding: its size is the new field's
+ * offset rounded up to the struct's alignment. */
+#define OI_PADDED(T, FIELD) ((offsetof(T, FIELD) + _Alignof(T) - 1) / _Alignof(T) * _Alignof(T))
 static const oi_struct oi_structs[] = {
-    OI_ONE(mixp_session_options, mixp_session_options_init_sized),
+    {"mixp_session_options_init_sized", sizeof(mixp_session_options),                      /* 0.9 */
+     {OI_PADDED(mixp_session_options, cudnn_benchmark), sizeof(mixp_session_options)},
+     oi_sized_mixp_session_options},
     OI_ONE(mixp_numerics_options, mixp_numerics_options_init_sized),
     OI_ONE(mixp_cross_entropy_options, mixp_cross_entropy_options_init_sized),
     OI_ONE(mixp_conv2d_options, mixp_conv2d_options_init_sized),
@@ -57,6 +62,7 @@ static const oi_struct oi_structs[] = {
 };
 #undef OI_ONE
 #undef OI_TWO
+#undef OI_PADDED
 #define OI_COUNT ((int)(sizeof oi_structs / sizeof oi_structs[0]))
 
 /* A struct of up to 256 bytes with 64 guard bytes after the part written. */

@@ -23,17 +23,23 @@ class Session(Handle):
         num_threads: CPU threads for kernels (0: all cores).
         allow_tf32: allow TF32 for F32 matrix products on GPUs.
         check_numerics: "off", "warn" or "error".
+        cudnn_benchmark: choose convolution algorithms by timing them
+            (PyTorch's cudnn.benchmark; MIXP_CUDNN_BENCHMARK wins).
+        cudnn_deterministic: bitwise-reproducible convolution algorithms only
+            (default; MIXP_CUDNN_DETERMINISTIC wins).
     """
 
     __slots__ = ("_log_callback",)
     _destroy = staticmethod(capi.mixp_session_destroy)
 
     def __init__(self, device="cpu", seed=0, num_threads=0, allow_tf32=False,
-                 check_numerics="off"):
+                 check_numerics="off", cudnn_benchmark=False, cudnn_deterministic=True):
         opts = capi.mixp_session_options()
         opts.seed = int(seed)
         opts.num_threads = int(num_threads)
         opts.allow_tf32 = int(bool(allow_tf32))
+        opts.cudnn_benchmark = int(bool(cudnn_benchmark))
+        opts.cudnn_deterministic = int(bool(cudnn_deterministic))
         opts.check_numerics = _NUMERICS.get(check_numerics, check_numerics)
         super().__init__(capi.mixp_swig_session_create(opts, device))
         self._log_callback = None
@@ -61,6 +67,17 @@ class Session(Handle):
     @allow_tf32.setter
     def allow_tf32(self, allow):
         capi.mixp_session_set_tf32(self._h, int(bool(allow)))
+
+    @property
+    def cudnn(self):
+        """``(benchmark, deterministic)``: how convolutions choose their
+        algorithm, after the environment's overrides (mixp_session_cudnn)."""
+        benchmark, deterministic = capi.mixp_session_cudnn(self._h)
+        return bool(benchmark), bool(deterministic)
+
+    def set_cudnn(self, benchmark=False, deterministic=True):
+        """Sets how later convolutions choose their algorithm (mixp_session_set_cudnn)."""
+        capi.mixp_session_set_cudnn(self._h, int(bool(benchmark)), int(bool(deterministic)))
 
     def set_numerics_check(self, mode):
         """``"off"``, ``"warn"`` or ``"error"`` (see mixp_session_set_numerics_check)."""

@@ -114,3 +114,20 @@ def test_the_message_is_the_failing_calls_own_on_every_thread():
         assert len(errors[i]) == 1
         (msg,) = errors[i]
         assert str(i + 1) in msg and str(i + 2) in msg
+
+
+def test_cudnn_options_and_their_environment(monkeypatch):
+    monkeypatch.delenv("MIXP_CUDNN_BENCHMARK", raising=False)
+    monkeypatch.delenv("MIXP_CUDNN_DETERMINISTIC", raising=False)
+    s = mixp.Session(num_threads=1)
+    assert s.cudnn == (False, True)  # deterministic by default: runs repeat bit for bit
+    s.set_cudnn(benchmark=True, deterministic=False)
+    assert s.cudnn == (True, False)
+    assert mixp.Session(num_threads=1, cudnn_benchmark=True).cudnn == (True, True)
+    monkeypatch.setenv("MIXP_CUDNN_DETERMINISTIC", "0")
+    assert mixp.Session(num_threads=1).cudnn == (False, False)
+    monkeypatch.setenv("MIXP_CUDNN_BENCHMARK", "yes")
+    with pytest.raises(mixp.InvalidArgumentError, match="MIXP_CUDNN_BENCHMARK is 'yes'"):
+        mixp.Session(num_threads=1)
+    with pytest.raises(mixp.InvalidArgumentError, match="deterministic must be 0 or 1"):
+        mixp.capi.mixp_session_set_cudnn(s._h, 0, 2)
