@@ -1240,8 +1240,8 @@ MIXP_API mixp_status mixp_checkpoint_abort(mixp_session *session);
  *  above 448 become +-448) and E5M2 overflows to +-inf (from 61440, the
  *  midpoint between 57344 and 2^16, up). From F32, F16 and BF16 this is bit
  *  for bit PyTorch's .to(torch.float8_e4m3fn) / .to(torch.float8_e5m2)
- *  (checked on every F16 and BF16 pattern and a dense F32 sweep with PyTorch
- *  2.15: tests/golden/fp8_casts_vs_torch.py). From F64 mixp rounds once,
+ *  (tests/golden/fp8_casts_vs_torch.py with PyTorch 2.15: every F16 and BF16
+ *  pattern and 90.8 million F32 values, 0 mismatches). From F64 mixp rounds once,
  *  where PyTorch rounds to F32 first: the two differ only for doubles within
  *  2^-24 (relative) of a midpoint between two fp8 values. Out of fp8 every
  *  value is exact; NaNs come out quiet with their sign.

@@ -15,6 +15,11 @@ all 256 codes of each format out to f32, f16, bf16 and f64. f64 inputs are
 compared separately: mixp rounds them once, PyTorch through f32 first, and
 the script counts where the two differ and checks that every difference is
 such a double rounding of PyTorch's.
+
+Result with PyTorch 2.15.0 (2026-11-28): 0 mismatches over every f16/bf16
+pattern and 90,794,828 f32 values into each format, 0 over the 256 codes out
+of each format (bf16: NaN compared as NaN with its sign); f64: 153 (E4M3)
+and 210 (E5M2) of 90,794,828 differ, all PyTorch's double rounding.
 """
 import sys
 
@@ -91,7 +96,8 @@ def main():
         bad += compare(f"{fname} -> bf16 (all codes, bits; NaN: NaN+sign)", np.where(nan & same_sign, 0, got),
                        np.where(nan, 0, want), codes)
     # f64: a double rounded once by mixp, twice by PyTorch (f64 -> f32 -> fp8).
-    x64 = x32.astype(np.float64) * (1 + np.linspace(-2.0**-22, 2.0**-22, len(x32)))
+    with np.errstate(invalid="ignore"):  # the NaN patterns
+        x64 = x32.astype(np.float64) * (1 + np.linspace(-2.0**-22, 2.0**-22, len(x32)))
     for fname, (mdst, tdst) in FORMATS.items():
         got = mixp_codes(x64, mixp.float64, mdst)
         want = torch_codes(x64, torch.float64, tdst)
