@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "core/error.hpp"
+#include "core/fp8.hpp"
 #include "cuda_backend.hpp"
 
 namespace mixp::cuda {
@@ -105,6 +106,9 @@ __device__ __forceinline__ double ld_any(const void *p, DType t) {
     case MIXP_I64: return double(*static_cast<const int64_t *>(p));
     case MIXP_U8: return double(*static_cast<const uint8_t *>(p));
     case MIXP_BOOL: return *static_cast<const uint8_t *>(p) ? 1.0 : 0.0;
+    // The fp8 conversions are the CPU's own (core/fp8.hpp, host and device).
+    case MIXP_F8E4M3: return f32_to_f64(e4m3_bits_to_f32(*static_cast<const uint8_t *>(p)));
+    case MIXP_F8E5M2: return f32_to_f64(e5m2_bits_to_f32(*static_cast<const uint8_t *>(p)));
   }
   return 0.0;
 }
@@ -134,6 +138,8 @@ __device__ __forceinline__ void st_any(double v, void *p, DType t) {
       return;
     case MIXP_U8: *static_cast<uint8_t *>(p) = sat_int<uint8_t>(v, 0.0, 255.0); return;
     case MIXP_BOOL: *static_cast<uint8_t *>(p) = v != 0.0 ? 1 : 0; return;
+    case MIXP_F8E4M3: *static_cast<uint8_t *>(p) = f64_to_e4m3_bits(v); return;
+    case MIXP_F8E5M2: *static_cast<uint8_t *>(p) = f64_to_e5m2_bits(v); return;
   }
 }
 

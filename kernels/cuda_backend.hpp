@@ -9,6 +9,7 @@
 // Where each method lives (one concept per file):
 //   runtime.cu      construction, stream, memory pool, copies, synchronize
 //   gemm.cu         gemm (cuBLASLt, algorithm cache, epilogues)
+//   scaled_gemm.cu  scaled_gemm (cuBLASLt FP8, the TN transpose, scale checks, amax)
 //   elementwise.cu  copy, fill, unary, unary_backward, binary
 //   reduce.cu       sum_rows, sum_cols, max_dim, count_values
 //   softmax.cu      softmax, softmax_backward, cross_entropy(+backward)
@@ -115,6 +116,7 @@ class CudaBackend final : public Backend,
   void count_values(const View &x, double tiny_below, double huge_from, ValueCounts *out) override;
 
   void gemm(const GemmArgs &args) override;
+  void scaled_gemm(const ScaledGemmArgs &args) override;  // scaled_gemm.cu (cuBLASLt FP8, sm_89+)
 
   void non_finite_check_and_unscale(const View *grads, int n, const View &found_inf,
                                     const View &inv_scale) override;

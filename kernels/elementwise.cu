@@ -50,17 +50,43 @@ __global__ void cast_flat_kernel(const S *__restrict__ src, D *__restrict__ dst,
 // One element of any dtype into any dtype, as the CPU's copy does it: float
 // pairs through the float path (so NaN payloads survive f16 -> f16), the rest
 // through double with truncation and saturation.
+__device__ __forceinline__ int elem_size_dev(DType t) {
+  switch (t) {
+    case MIXP_F32: case MIXP_I32: return 4;
+    case MIXP_F16: case MIXP_BF16: return 2;
+    case MIXP_F64: case MIXP_I64: return 8;
+    default: return 1;
+  }
+}
+
+// A float type narrower than f64 (fp8 included), exactly, as f32.
+__device__ __forceinline__ float ld_narrow(const char *s, DType sd) {
+  const uint8_t b = *reinterpret_cast<const uint8_t *>(s);
+  switch (sd) {
+    case MIXP_F32: return *reinterpret_cast<const float *>(s);
+    case MIXP_F16: return f16_to_f32(*reinterpret_cast<const uint16_t *>(s));
+    case MIXP_BF16: return bf16_to_f32(*reinterpret_cast<const uint16_t *>(s));
+    case MIXP_F8E4M3: return e4m3_bits_to_f32(b);
+    default: return e5m2_bits_to_f32(b);
+  }
+}
+
 __device__ __forceinline__ void cvt_any(const char *s, DType sd, char *d, DType dd) {
-  const bool sf = sd == MIXP_F32 || sd == MIXP_F16 || sd == MIXP_BF16;
-  const bool df = dd == MIXP_F32 || dd == MIXP_F16 || dd == MIXP_BF16 || dd == MIXP_F64;
+  const bool sf = sd == MIXP_F32 || sd == MIXP_F16 || sd == MIXP_BF16 || sd == MIXP_F8E4M3 || sd == MIXP_F8E5M2;
+  const bool df = dd == MIXP_F32 || dd == MIXP_F16 || dd == MIXP_BF16 || dd == MIXP_F64 || dd == MIXP_F8E4M3 ||
+                  dd == MIXP_F8E5M2;
+  if (sd == dd) {  // a copy moves bits (strided fp8 copies land here)
+    for (int k = 0; k < elem_size_dev(sd); ++k) d[k] = s[k];
+    return;
+  }
   if (sf && df) {
-    const float f = sd == MIXP_F32 ? *reinterpret_cast<const float *>(s)
-                    : sd == MIXP_F16 ? f16_to_f32(*reinterpret_cast<const uint16_t *>(s))
-                                     : bf16_to_f32(*reinterpret_cast<const uint16_t *>(s));
+    const float f = ld_narrow(s, sd);
     switch (dd) {
       case MIXP_F32: *reinterpret_cast<float *>(d) = f; return;
       case MIXP_F16: *reinterpret_cast<uint16_t *>(d) = f32_to_f16(f); return;
       case MIXP_BF16: *reinterpret_cast<uint16_t *>(d) = f32_to_bf16(f); return;
+      case MIXP_F8E4M3: *reinterpret_cast<uint8_t *>(d) = f32_to_e4m3_bits(f); return;
+      case MIXP_F8E5M2: *reinterpret_cast<uint8_t *>(d) = f32_to_e5m2_bits(f); return;
       default: *reinterpret_cast<double *>(d) = f32_to_f64(f); return;
     }
   }

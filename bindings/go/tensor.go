@@ -22,6 +22,10 @@ const (
 	I64  DType = 5
 	U8   DType = 6
 	Bool DType = 7
+	// The 8-bit float storage types (casts, copies, views and scaled
+	// products take them; other ops refuse them).
+	F8E4M3 DType = 8
+	F8E5M2 DType = 9
 )
 
 func (d DType) String() string { return raw.Mixp_dtype_name(raw.Mixp_dtype(d)) }

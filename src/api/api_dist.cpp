@@ -105,6 +105,9 @@ mixp_status mixp_dist_all_reduce(mixp_dist *dist, mixp_tensor *tensor, mixp_redu
     Tensor *t = check_tensor_of(*d, tensor, fn, "tensor");
     if (op != MIXP_REDUCE_SUM && op != MIXP_REDUCE_AVG && op != MIXP_REDUCE_MAX)
       fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": op must be MIXP_REDUCE_SUM, _AVG or _MAX, got ", int(op));
+    if (is_fp8(t->dtype))
+      fail(MIXP_ERR_DTYPE, fn, ": tensor has dtype ", dtype_name(t->dtype),
+           ", a storage type that all_reduce has no kernel for (cast it with mixp_cast)");
     if (op == MIXP_REDUCE_AVG && !is_float(t->dtype))
       fail(MIXP_ERR_DTYPE, fn, ": MIXP_REDUCE_AVG needs a float tensor, got ", dtype_name(t->dtype));
     if (op == MIXP_REDUCE_SUM && t->dtype == MIXP_BOOL)

@@ -49,6 +49,7 @@ constexpr DTypeCode kDTypeCodes[] = {
     {MIXP_F16, dlpack::kFloat, 16}, {MIXP_F32, dlpack::kFloat, 32}, {MIXP_F64, dlpack::kFloat, 64},
     {MIXP_BF16, dlpack::kBfloat, 16}, {MIXP_I32, dlpack::kInt, 32},  {MIXP_I64, dlpack::kInt, 64},
     {MIXP_U8, dlpack::kUInt, 8},      {MIXP_BOOL, dlpack::kBool, 8},
+    {MIXP_F8E4M3, dlpack::kFloat8_e4m3fn, 8}, {MIXP_F8E5M2, dlpack::kFloat8_e5m2, 8},
 };
 
 DType dtype_from(DLDataType t, const char *fn) {
@@ -57,7 +58,8 @@ DType dtype_from(DLDataType t, const char *fn) {
   for (const DTypeCode &c : kDTypeCodes)
     if (c.code == t.code && c.bits == t.bits) return c.dtype;
   fail(MIXP_ERR_DTYPE, fn, ": DLPack element type (code ", int(t.code), ", ", int(t.bits),
-       " bits) has no mixp dtype (float 16/32/64, bfloat 16, int 32/64, uint 8, bool 8)");
+       " bits) has no mixp dtype (float 16/32/64, bfloat 16, int 32/64, uint 8, bool 8, float8_e4m3fn 8,",
+       " float8_e5m2 8)");
 }
 
 DLDataType dtype_to(DType t) {

@@ -34,4 +34,18 @@ mixp_status mixp_linear(const mixp_tensor *x, const mixp_tensor *weight, const m
   });
 }
 
+mixp_status mixp_scaled_matmul(const mixp_tensor *a, const mixp_tensor *scale_a, const mixp_tensor *b,
+                               const mixp_tensor *scale_b, const mixp_tensor *bias, mixp_dtype out_dtype,
+                               unsigned flags, mixp_tensor *amax, mixp_tensor **out) {
+  const char *fn = "mixp_scaled_matmul";
+  return guard(fn, [&] {
+    check_out(out, fn);
+    TensorPtr at = share(check_tensor(a, fn, "a")), sat = share(check_tensor(scale_a, fn, "scale_a"));
+    TensorPtr bt = share(check_tensor(b, fn, "b")), sbt = share(check_tensor(scale_b, fn, "scale_b"));
+    TensorPtr biast = bias ? share(check_tensor(bias, fn, "bias")) : TensorPtr();
+    Tensor *amaxt = amax ? check_tensor(amax, fn, "amax") : nullptr;
+    give(out, scaled_matmul(at, sat, bt, sbt, biast, out_dtype, flags, amaxt));
+  });
+}
+
 }  // extern "C"

@@ -58,6 +58,10 @@ namespace mixp::dlpack {
 constexpr int32_t kCPU = 1, kCUDA = 2, kCUDAHost = 3, kCUDAManaged = 13;
 // DLDataTypeCode values (kBool since DLPack 0.8, same number everywhere).
 constexpr uint8_t kInt = 0, kUInt = 1, kFloat = 2, kBfloat = 4, kBool = 6;
+// The 8-bit floats, from DLPack 1.1 (Debian's dlpack.h 0.6 lacks them):
+// kDLFloat8_e4m3fn (OCP E4M3, no infinity: PyTorch's float8_e4m3fn) and
+// kDLFloat8_e5m2, 8 bits each.
+constexpr uint8_t kFloat8_e4m3fn = 10, kFloat8_e5m2 = 12;
 // DLManagedTensorVersioned::flags bits.
 constexpr uint64_t kFlagReadOnly = 1u << 0, kFlagIsCopied = 1u << 1;
 // The version mixp produces.

@@ -70,7 +70,7 @@ namespace mixp {
 // and device_memory/reset_device_memory_peak. v11: the required core and the optional
 // capabilities DeviceCollectives, DeviceTimer and DeviceMemoryStats split; the declinable
 // kernels attention_forward/backward. v12: Conv2dGeom.benchmark/deterministic; relu's
-// backward formula reads its output.)
+// backward formula reads its output; scaled_gemm, ScaledGemmArgs; the fp8 dtypes.)
 inline constexpr uint32_t kBackendAbiVersion = 12;
 
 // What Backend::count_values returns.
@@ -112,6 +112,25 @@ struct GemmArgs {
   // F32 products may use TF32 Tensor Cores (the session's switch, see
   // tf32_enabled); backends without TF32 ignore it.
   bool allow_tf32 = false;
+};
+
+// The scaled fp8 product (Backend::scaled_gemm), validated by the op
+// (ops/scaled_matmul.cpp):
+//   D = (scale_a * scale_b) * (A x B) + bias,
+// A [m, k] and B [k, n] of an fp8 dtype (E4M3 or E5M2, not both E5M2) with
+// one unit stride each, D [m, n] contiguous F32/F16/BF16, bias null or n
+// contiguous elements (BF16, or F16 for an F16 D), scale_a and scale_b F32
+// scalars in device memory, read there (no host sync). The product is
+// accumulated in fp32 and multiplied once by the fp32 product of the two
+// scales, the bias added in fp32, and the sum rounded once to D's dtype. A
+// scale that is not finite and positive makes every element of D NaN. amax
+// (null, or an F32 scalar) receives max |D| of D as stored (NaN when D holds
+// a NaN). fast_accum lets a device accumulate with fewer bits
+// (cuBLASLt's fast accumulation); the CPU ignores it.
+struct ScaledGemmArgs {
+  int64_t m = 0, n = 0, k = 0;
+  View a, b, scale_a, scale_b, bias, d, amax;  // bias.data / amax.data null: none
+  bool fast_accum = false;
 };
 
 // The loss-scale update of a GradScaler step (the state machine of
@@ -328,6 +347,10 @@ class Backend {
 
   // --- matrix products ------------------------------------------------------
   virtual void gemm(const GemmArgs &args) = 0;
+  // The scaled fp8 product (ScaledGemmArgs). A device without fp8 units,
+  // or one that cannot take the shape, throws MIXP_ERR_UNSUPPORTED saying
+  // why; the CPU runs every case exactly (fp8 values are exact in bf16).
+  virtual void scaled_gemm(const ScaledGemmArgs &args) = 0;
 
   // --- mixed precision: loss scaling and clipping ---------------------------
   // Scalars (found_inf, inv_scale, coef, the scaler state) are one-element

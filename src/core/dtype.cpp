@@ -10,7 +10,7 @@ size_t dtype_size(DType t) noexcept {
     case MIXP_F32: case MIXP_I32: return 4;
     case MIXP_F16: case MIXP_BF16: return 2;
     case MIXP_F64: case MIXP_I64: return 8;
-    case MIXP_U8: case MIXP_BOOL: return 1;
+    case MIXP_U8: case MIXP_BOOL: case MIXP_F8E4M3: case MIXP_F8E5M2: return 1;
   }
   return 0;
 }
@@ -25,11 +25,13 @@ const char *dtype_name(DType t) noexcept {
     case MIXP_I64: return "i64";
     case MIXP_U8: return "u8";
     case MIXP_BOOL: return "bool";
+    case MIXP_F8E4M3: return "f8e4m3";
+    case MIXP_F8E5M2: return "f8e5m2";
   }
   return "unknown";
 }
 
-bool dtype_valid(int t) noexcept { return t >= MIXP_F32 && t <= MIXP_BOOL; }
+bool dtype_valid(int t) noexcept { return t >= MIXP_F32 && t <= MIXP_F8E5M2; }
 
 double element_to_double(const void *p, DType t) noexcept {
   switch (t) {
@@ -41,6 +43,8 @@ double element_to_double(const void *p, DType t) noexcept {
     case MIXP_I64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
     case MIXP_U8: return *static_cast<const uint8_t *>(p);
     case MIXP_BOOL: return *static_cast<const uint8_t *>(p) ? 1.0 : 0.0;
+    case MIXP_F8E4M3: return e4m3_bits_to_f32(*static_cast<const uint8_t *>(p));
+    case MIXP_F8E5M2: return e5m2_bits_to_f32(*static_cast<const uint8_t *>(p));
   }
   return 0.0;
 }
@@ -67,6 +71,8 @@ void double_to_element(double v, void *p, DType t) noexcept {
     case MIXP_I64: { int64_t i = to_int<int64_t>(v); std::memcpy(p, &i, 8); return; }
     case MIXP_U8: *static_cast<uint8_t *>(p) = to_int<uint8_t>(v); return;
     case MIXP_BOOL: *static_cast<uint8_t *>(p) = (v != 0.0) ? 1 : 0; return;
+    case MIXP_F8E4M3: *static_cast<uint8_t *>(p) = f64_to_e4m3_bits(v); return;
+    case MIXP_F8E5M2: *static_cast<uint8_t *>(p) = f64_to_e5m2_bits(v); return;
   }
 }
 

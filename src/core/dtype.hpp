@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/fp8.hpp"
 #include "mixp/mixp.h"
 
 namespace mixp {
@@ -19,6 +20,10 @@ inline bool is_float(DType t) noexcept {
   return t == MIXP_F32 || t == MIXP_F16 || t == MIXP_BF16 || t == MIXP_F64;
 }
 inline bool is_half(DType t) noexcept { return t == MIXP_F16 || t == MIXP_BF16; }
+// The 8-bit floats are storage types: not is_float, so an op without an fp8
+// kernel refuses them (OpScope, ops/op_common.cpp); casts, copies, views and
+// the scaled products take them.
+inline bool is_fp8(DType t) noexcept { return t == MIXP_F8E4M3 || t == MIXP_F8E5M2; }
 
 // Bit-level conversions. The float->half ones round to nearest even.
 // fp16 <-> fp32 are written without branches (selects only) so that the
@@ -128,33 +133,48 @@ struct f16 {
 struct bf16 {
   uint16_t bits;
 };
+struct f8e4m3 {
+  uint8_t bits;
+};
+struct f8e5m2 {
+  uint8_t bits;
+};
 
 // acc_t<T>: the type arithmetic on T is done in (fp32 for the half types).
 template <class T> struct Acc { using type = T; };
 template <> struct Acc<f16> { using type = float; };
 template <> struct Acc<bf16> { using type = float; };
+template <> struct Acc<f8e4m3> { using type = float; };
+template <> struct Acc<f8e5m2> { using type = float; };
 template <class T> using acc_t = typename Acc<T>::type;
 
 template <class T> inline acc_t<T> load(T v) noexcept { return v; }
 template <> inline float load<f16>(f16 v) noexcept { return f16_bits_to_f32(v.bits); }
 template <> inline float load<bf16>(bf16 v) noexcept { return bf16_bits_to_f32(v.bits); }
+template <> inline float load<f8e4m3>(f8e4m3 v) noexcept { return e4m3_bits_to_f32(v.bits); }
+template <> inline float load<f8e5m2>(f8e5m2 v) noexcept { return e5m2_bits_to_f32(v.bits); }
 
 template <class T> inline T store(acc_t<T> v) noexcept { return v; }
 template <> inline f16 store<f16>(float v) noexcept { return f16{f32_to_f16_bits(v)}; }
 template <> inline bf16 store<bf16>(float v) noexcept { return bf16{f32_to_bf16_bits(v)}; }
+template <> inline f8e4m3 store<f8e4m3>(float v) noexcept { return f8e4m3{f32_to_e4m3_bits(v)}; }
+template <> inline f8e5m2 store<f8e5m2>(float v) noexcept { return f8e5m2{f32_to_e5m2_bits(v)}; }
 
 // Rounds a double once into a storage type (no detour through fp32, which
 // would round twice for the half types).
 template <class T> inline T store_double(double v) noexcept { return T(v); }
 template <> inline f16 store_double<f16>(double v) noexcept { return f16{f64_to_f16_bits(v)}; }
 template <> inline bf16 store_double<bf16>(double v) noexcept { return bf16{f64_to_bf16_bits(v)}; }
+template <> inline f8e4m3 store_double<f8e4m3>(double v) noexcept { return f8e4m3{f64_to_e4m3_bits(v)}; }
+template <> inline f8e5m2 store_double<f8e5m2>(double v) noexcept { return f8e5m2{f64_to_e5m2_bits(v)}; }
 
 // Converts any element value to double and back (used by generic paths:
 // casts, fill, item). to_dtype rounds once, directly from double.
 double element_to_double(const void *p, DType t) noexcept;
 void double_to_element(double v, void *p, DType t) noexcept;
 
-// Calls f(T{}) with the C++ storage type of a float dtype.
+// Calls f(T{}) with the C++ storage type of a float dtype (not fp8: see
+// dispatch_fp8).
 template <class F>
 decltype(auto) dispatch_float(DType t, F &&f) {
   switch (t) {
@@ -163,6 +183,10 @@ decltype(auto) dispatch_float(DType t, F &&f) {
     case MIXP_F16: return f(f16{});
     default: return f(bf16{});
   }
+}
+template <class F>
+decltype(auto) dispatch_fp8(DType t, F &&f) {
+  return t == MIXP_F8E4M3 ? f(f8e4m3{}) : f(f8e5m2{});
 }
 
 }  // namespace mixp

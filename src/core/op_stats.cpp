@@ -22,11 +22,12 @@ void op_stats_start(Session *s) {
 std::string op_stats_table(const Session &s) {
   char line[160];
   std::string out;
-  std::snprintf(line, sizeof line, "%-32s | %10s | %10s | %10s | %10s | %10s\n", "op", "fp16 calls",
-                "bf16 calls", "fp32 calls", "fp64 calls", "other");
+  std::snprintf(line, sizeof line, "%-32s | %10s | %10s | %10s | %10s | %10s | %10s\n", "op", "fp16 calls",
+                "bf16 calls", "fp32 calls", "fp64 calls", "fp8 calls", "other");
   out += line;
-  out += std::string(32, '-') + "-+-" + std::string(10, '-') + "-+-" + std::string(10, '-') + "-+-" +
-         std::string(10, '-') + "-+-" + std::string(10, '-') + "-+-" + std::string(10, '-') + "\n";
+  out += std::string(32, '-');
+  for (int col = 0; col < 6; ++col) out += "-+-" + std::string(10, '-');
+  out += "\n";
   uint64_t ops = 0, calls = 0;
   for (int op = 0; op < kOpIdCount; ++op)
     for (int bwd = 0; bwd < 2; ++bwd) {
@@ -41,9 +42,10 @@ std::string op_stats_table(const Session &s) {
       const uint64_t other = c[MIXP_I32] + c[MIXP_I64] + c[MIXP_U8] + c[MIXP_BOOL];
       std::string name = op_name(OpId(op));
       if (bwd) name += " (backward)";
-      std::snprintf(line, sizeof line, "%-32s | %10llu | %10llu | %10llu | %10llu | %10llu\n", name.c_str(),
-                    (unsigned long long)c[MIXP_F16], (unsigned long long)c[MIXP_BF16],
-                    (unsigned long long)c[MIXP_F32], (unsigned long long)c[MIXP_F64],
+      const uint64_t fp8 = c[MIXP_F8E4M3] + c[MIXP_F8E5M2];
+      std::snprintf(line, sizeof line, "%-32s | %10llu | %10llu | %10llu | %10llu | %10llu | %10llu\n",
+                    name.c_str(), (unsigned long long)c[MIXP_F16], (unsigned long long)c[MIXP_BF16],
+                    (unsigned long long)c[MIXP_F32], (unsigned long long)c[MIXP_F64], (unsigned long long)fp8,
                     (unsigned long long)other);
       out += line;
       ++ops;

@@ -12,7 +12,7 @@
 namespace mixp {
 
 // One slot per mixp_dtype value.
-inline constexpr int kDTypeSlots = 8;
+inline constexpr int kDTypeSlots = 10;  // up to MIXP_F8E5M2
 
 inline size_t op_stats_index(OpId op, bool backward, DType dt) noexcept {
   return (size_t(op) * 2 + (backward ? 1 : 0)) * kDTypeSlots + size_t(dt);
@@ -29,7 +29,8 @@ void count_attention_path(Session *s, bool fused) noexcept;
 void op_stats_start(Session *s);
 
 // The table of every op called since the start: one row per op and pass,
-// columns FP16, BF16, FP32, FP64 and other (integer and bool outputs).
+// columns FP16, BF16, FP32, FP64, FP8 (both formats) and other (integer
+// and bool outputs).
 std::string op_stats_table(const Session &s);
 
 }  // namespace mixp

@@ -59,6 +59,7 @@ class CpuBackend final : public Backend {
   void count_values(const View &x, double tiny_below, double huge_from, ValueCounts *out) override;
 
   void gemm(const GemmArgs &args) override;
+  void scaled_gemm(const ScaledGemmArgs &args) override;  // cpu/scaled_gemm.cpp
 
   void sgd_step(const optim::ParamArgs *params, int count, const optim::SgdArgs &args,
                 const float *found_inf) override;
@@ -123,6 +124,9 @@ class CpuBackend final : public Backend {
   template <class H>
   void gemm_widened(const GemmArgs &g);
   void gemm_half(const GemmArgs &g);
+  // p = a x b for contiguous bf16 a [m, k] and b [k, n] into a contiguous
+  // fp32 p [m, n], k > 0: the scaled products' kernel (cpu/gemm.cpp).
+  void gemm_bf16_into_f32(const bf16 *a, const bf16 *b, float *p, int64_t m, int64_t n, int64_t k);
   std::unique_ptr<cpu::BlockCache> blocks_;  // freed blocks for reuse (cpu/block_cache.hpp)
   // oneDNN convolution primitives per geometry (cpu/conv_paths.hpp); created on
   // first use. A shared_ptr so that this header needs no definition of it.

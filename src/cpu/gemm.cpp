@@ -278,6 +278,43 @@ void CpuBackend::Dnnl::run(Entry &e, const GemmArgs &g) {
   stream.wait();
 }
 
+// oneDNN's bf16 matmul with an fp32 destination where the CPU has a bf16
+// unit (AMX, AVX512-BF16); elsewhere both operands widened to fp32 (exact)
+// and multiplied there: fp32 accumulation either way, no rounding of p.
+void CpuBackend::gemm_bf16_into_f32(const bf16 *a, const bf16 *b, float *p, int64_t m, int64_t n, int64_t k) {
+  Dnnl &d = *dnnl_;
+  if (!d.bf16_unavailable) {
+    try {
+      const Dnnl::Key key = {-1, 1, m, n, k, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+      auto it = d.cache.find(key);
+      if (it == d.cache.end()) {
+        dnnl::memory::desc a_md({m, k}, dt::bf16, {k, 1}), b_md({k, n}, dt::bf16, {n, 1});
+        dnnl::memory::desc p_md({m, n}, dt::f32, {n, 1});
+        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, p_md), d.engine);
+        if (d.cache.size() > 512) d.cache.clear();
+        it = d.cache.emplace(key, Dnnl::Entry{dnnl::matmul(pd), a_md, b_md, p_md, {}}).first;
+      }
+      Dnnl::Entry &e = it->second;
+      e.prim.execute(d.stream, {{DNNL_ARG_SRC, dnnl::memory(e.a, d.engine, const_cast<bf16 *>(a))},
+                                {DNNL_ARG_WEIGHTS, dnnl::memory(e.b, d.engine, const_cast<bf16 *>(b))},
+                                {DNNL_ARG_DST, dnnl::memory(e.c, d.engine, p)}});
+      d.stream.wait();
+      return;
+    } catch (const dnnl::error &) {
+      d.bf16_unavailable = true;  // no bf16 matmul on this CPU: widen below
+    }
+  }
+  float *a32 = d.widened[0].get(size_t(m * k)), *b32 = d.widened[1].get(size_t(k * n));
+  cpu::convert_row(a, 1, a32, 1, m * k);
+  cpu::convert_row(b, 1, b32, 1, k * n);
+  GemmArgs w;
+  w.m = m; w.n = n; w.k = k;
+  w.a = a32; w.a_rs = k; w.a_cs = 1;
+  w.b = b32; w.b_rs = n; w.b_cs = 1;
+  w.c = p; w.c_rs = n;
+  gemm(w);
+}
+
 void CpuBackend::gemm(const GemmArgs &g) {
   if (g.batch == 0 || g.m == 0 || g.n == 0) return;
   if (g.k == 0) {

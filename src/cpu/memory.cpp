@@ -59,8 +59,39 @@ void int_to_float(const View &src, const View &dst, int ndim, const int64_t *sha
   });
 }
 
+// Casts into and out of fp8 (and between its two formats): through f32
+// (every fp8, f16 and bf16 value is exact there; f64 rounds once, directly);
+// an fp8 copy moves bits, NaN payloads included.
+template <class S, class D>
+void convert_all(const View &src, const View &dst, int ndim, const int64_t *shape, int64_t *const *st,
+                 bool par) {
+  const S *sp = static_cast<const S *>(src.data);
+  D *dp = static_cast<D *>(dst.data);
+  cpu::for_each_row<2>(ndim, shape, st, par, [&](const int64_t *off, int64_t n, const int64_t *is) {
+    cpu::convert_row<S, D>(sp + off[0], is[0], dp + off[1], is[1], n);
+  });
+}
+
+template <class F>
+void dispatch_float_or_fp8(DType t, F &&f) {
+  if (is_fp8(t)) dispatch_fp8(t, f);
+  else dispatch_float(t, f);
+}
+
+bool fp8_copy(const View &src, const View &dst, int ndim, const int64_t *shape, int64_t *const *st, bool par) {
+  const bool sf = is_float(src.dtype) || is_fp8(src.dtype), df = is_float(dst.dtype) || is_fp8(dst.dtype);
+  if (!sf || !df) return false;  // integers: the generic path
+  dispatch_float_or_fp8(src.dtype, [&](auto stag) {
+    dispatch_float_or_fp8(dst.dtype, [&](auto dtag) {
+      convert_all<decltype(stag), decltype(dtag)>(src, dst, ndim, shape, st, par);
+    });
+  });
+  return true;
+}
+
 bool fast_copy(const View &src, const View &dst, int ndim, const int64_t *shape, int64_t *const *st,
                bool par) {
+  if (is_fp8(src.dtype) || is_fp8(dst.dtype)) return fp8_copy(src, dst, ndim, shape, st, par);
   if (!is_float(dst.dtype)) return false;
   switch (src.dtype) {
     case MIXP_U8:
@@ -72,13 +103,7 @@ bool fast_copy(const View &src, const View &dst, int ndim, const int64_t *shape,
   if (!is_float(src.dtype)) return false;
   dispatch_float(src.dtype, [&](auto stag) {
     dispatch_float(dst.dtype, [&](auto dtag) {
-      using S = decltype(stag);
-      using D = decltype(dtag);
-      const S *sp = static_cast<const S *>(src.data);
-      D *dp = static_cast<D *>(dst.data);
-      cpu::for_each_row<2>(ndim, shape, st, par, [&](const int64_t *off, int64_t n, const int64_t *is) {
-        cpu::convert_row<S, D>(sp + off[0], is[0], dp + off[1], is[1], n);
-      });
+      convert_all<decltype(stag), decltype(dtag)>(src, dst, ndim, shape, st, par);
     });
   });
   return true;

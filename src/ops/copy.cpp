@@ -50,9 +50,10 @@ TensorPtr cast(const TensorPtr &x, DType dtype) {
     auto node = std::make_shared<CastNode>(OpId::cast);
     record(node, {x.get()}, {out.get()});
   }
-  // Narrowing to a 16-bit float is where overflow to Inf starts (autocast's
-  // casts included), so the numerics checker looks at those casts.
-  return is_half(dtype) && !is_half(x->dtype) ? scope.finish(out) : scope.produced(out);
+  // Narrowing to a 16-bit or 8-bit float is where overflow to Inf starts
+  // (autocast's casts included), so the numerics checker looks at those casts.
+  const bool narrows = (is_half(dtype) && !is_half(x->dtype)) || (is_fp8(dtype) && !is_fp8(x->dtype));
+  return narrows ? scope.finish(out) : scope.produced(out);
 }
 
 void copy_into(Tensor &dst, const Tensor &src) {

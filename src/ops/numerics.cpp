@@ -18,7 +18,7 @@ constexpr double kF16Overflow = 65520.0;
 }  // namespace
 
 void check_numerics(Session *s, const char *op, const char *phase, int index, const Tensor &t) {
-  if (s->numerics == MIXP_NUMERICS_OFF || !is_float(t.dtype) || t.numel() == 0) return;
+  if (s->numerics == MIXP_NUMERICS_OFF || !(is_float(t.dtype) || is_fp8(t.dtype)) || t.numel() == 0) return;
   const Session::NumericsFilter &f = s->numerics_filter;
   if (s->numerics_step < f.start_step || (f.end_step >= 0 && s->numerics_step >= f.end_step)) return;
   auto listed = [op](const std::vector<std::string> &names) {
@@ -26,7 +26,11 @@ void check_numerics(Session *s, const char *op, const char *phase, int index, co
   };
   if ((!f.include.empty() && !listed(f.include)) || listed(f.exclude)) return;
   ValueCounts c;
-  backend_of(t).count_values(view_of(t), 0.0, f.fp16_overflow ? kF16Overflow : INFINITY, &c);
+  // fp8 values are counted in f32, where each is exact (the backends count
+  // the float types only); this costs a copy only while the checker is on.
+  TensorPtr wide = is_fp8(t.dtype) ? empty(s, MIXP_F32, shape_of(t)) : TensorPtr();
+  if (wide) backend_of(t).copy(view_of(t), view_of(*wide));
+  backend_of(t).count_values(view_of(wide ? *wide : t), 0.0, f.fp16_overflow ? kF16Overflow : INFINITY, &c);
   if (c.nan == 0 && c.inf == 0 && c.huge == 0) return;
   const std::string where = str(" in the ", phase, " pass of op '", op, "', output ", index, " (",
                                 dtype_name(t.dtype), " ", shape_str(t), ")",

@@ -80,8 +80,28 @@ void OpScope::settle() noexcept {
   }
 }
 
+namespace {
+
+// The ops with an fp8 kernel among those that hand their inputs to the
+// scope; the others (copies, views, casts) move fp8 data without opening
+// the scope on their inputs.
+bool takes_fp8(OpId op) noexcept { return op == OpId::cat || op == OpId::scaled_matmul; }
+
+// fp8 is a storage type: every op without an fp8 kernel refuses it here,
+// before autocast or any kernel sees it.
+void refuse_fp8(OpId op, const Tensor *t, size_t index) {
+  if (t && is_fp8(t->dtype) && !takes_fp8(op))
+    fail(MIXP_ERR_DTYPE, op_info(op).c_function, ": input ", index, " has dtype ", dtype_name(t->dtype),
+         ", a storage type that ", op_name(op), " has no kernel for; cast it with mixp_cast (fp8 products:",
+         " mixp_scaled_matmul)");
+}
+
+}  // namespace
+
 OpScope::OpScope(OpId op, Session *s, std::initializer_list<TensorPtr *> inputs)
     : op_(op), name_(op_name(op)), s_(s) {
+  size_t i = 0;
+  for (TensorPtr *p : inputs) refuse_fp8(op, p ? p->get() : nullptr, i++);
   enter();
   if (outermost_ && inputs.size() && s->autocast) autocast_inputs(inputs.begin(), inputs.size());
   // After autocast: its casts are ops of their own, and the record shows the
@@ -92,6 +112,7 @@ OpScope::OpScope(OpId op, Session *s, std::initializer_list<TensorPtr *> inputs)
 
 OpScope::OpScope(OpId op, Session *s, std::vector<TensorPtr> &inputs)
     : op_(op), name_(op_name(op)), s_(s) {
+  for (size_t i = 0; i < inputs.size(); ++i) refuse_fp8(op, inputs[i].get(), i);
   enter();
   if (outermost_ && (s->autocast || s->profile)) {
     std::vector<TensorPtr *> ptrs;

@@ -177,6 +177,11 @@ TensorPtr cat(const std::vector<TensorPtr> &xs, int dim);
 
 // ---- matrix products (ops/matmul.cpp) -----------------------------------------
 TensorPtr matmul(const TensorPtr &a, const TensorPtr &b);
+// (ops/scaled_matmul.cpp) D = (scale_a * scale_b) * (a x b) + bias for fp8 a, b;
+// bias may be null; amax (null, or an F32 scalar) receives max |D|.
+TensorPtr scaled_matmul(const TensorPtr &a, const TensorPtr &scale_a, const TensorPtr &b,
+                        const TensorPtr &scale_b, const TensorPtr &bias, DType out_dtype, unsigned flags,
+                        Tensor *amax);
 TensorPtr bmm(const TensorPtr &a, const TensorPtr &b);
 // t itself when a GEMM can address it (its matrix part has a unit stride on
 // one side and its batch dims fold into one stride), else contiguous(t), a

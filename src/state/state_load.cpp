@@ -76,7 +76,10 @@ class Reader {
   std::vector<uint8_t> values(const Entry &e, DType to, const Shape &shape) const {
     check_shape(e, shape);
     DType from;
-    if (!from_file_dtype(e.dtype, &from) || (from != to && !(is_float(from) && is_float(to))))
+    // Floats of any width meet (fp8 included: an F8_E4M3 checkpoint loads into
+    // bf16 parameters exactly); integers only their own dtype.
+    auto floating = [](DType t) { return is_float(t) || is_fp8(t); };
+    if (!from_file_dtype(e.dtype, &from) || (from != to && !(floating(from) && floating(to))))
       fail(MIXP_ERR_DTYPE, what_, ": tensor '", e.name, "' is ", e.dtype,
            " in the file and cannot be cast to the target's ", dtype_name(to));
     return convert(from, data(e), shape.numel(), to);

@@ -139,13 +139,15 @@ const char *file_dtype(DType t) noexcept {
     case MIXP_I64: return "I64";
     case MIXP_U8: return "U8";
     case MIXP_BOOL: return "BOOL";
+    case MIXP_F8E4M3: return "F8_E4M3";  // safetensors' names (its E4M3 is the "fn" variant)
+    case MIXP_F8E5M2: return "F8_E5M2";
   }
   return "?";
 }
 
 bool from_file_dtype(const std::string &name, DType *out) noexcept {
-  static constexpr DType all[] = {MIXP_F32, MIXP_F16, MIXP_BF16, MIXP_F64,
-                                  MIXP_I32, MIXP_I64, MIXP_U8,   MIXP_BOOL};
+  static constexpr DType all[] = {MIXP_F32, MIXP_F16, MIXP_BF16, MIXP_F64,    MIXP_I32,
+                                  MIXP_I64, MIXP_U8,  MIXP_BOOL, MIXP_F8E4M3, MIXP_F8E5M2};
   for (DType t : all)
     if (name == file_dtype(t)) {
       *out = t;

@@ -47,6 +47,9 @@ static const op_entry OPS[] = {
     {"embedding", K_OTHER, 1, 0},    {"pad", K_OTHER, 1, 0},
     {"scaled_dot_product_attention", K_LOWER, 3, 0},
     {"split", K_NEUTRAL, 1, 0},      {"flatten", K_NEUTRAL, 1, 0},
+    /* fp8 operands (no float input autocast could cast): its output dtype is
+     * the caller's out_dtype, checked in test_fp8_matmul.c. */
+    {"scaled_matmul", K_NEUTRAL, 0, 1},
 };
 #define N_OPS ((int)(sizeof OPS / sizeof OPS[0]))
 

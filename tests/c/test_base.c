@@ -202,15 +202,16 @@ static void test_dtype_meta(void **state) {
     const char *name;
   } all[] = {{MIXP_F32, 4, "f32"}, {MIXP_F16, 2, "f16"}, {MIXP_BF16, 2, "bf16"},
              {MIXP_F64, 8, "f64"}, {MIXP_I32, 4, "i32"}, {MIXP_I64, 8, "i64"},
-             {MIXP_U8, 1, "u8"},   {MIXP_BOOL, 1, "bool"}};
+             {MIXP_U8, 1, "u8"},   {MIXP_BOOL, 1, "bool"}, {MIXP_F8E4M3, 1, "f8e4m3"},
+             {MIXP_F8E5M2, 1, "f8e5m2"}};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) {
     assert_int_equal(mixp_dtype_size(all[i].t), all[i].size);
     assert_string_equal(mixp_dtype_name(all[i].t), all[i].name);
   }
-  assert_int_equal(mixp_dtype_size((mixp_dtype)8), 0);
+  assert_int_equal(mixp_dtype_size((mixp_dtype)10), 0);
   assert_int_equal(mixp_dtype_size((mixp_dtype)-1), 0);
   assert_int_equal(mixp_dtype_size((mixp_dtype)1000), 0);
-  assert_string_equal(mixp_dtype_name((mixp_dtype)8), "unknown");
+  assert_string_equal(mixp_dtype_name((mixp_dtype)10), "unknown");
   assert_string_equal(mixp_dtype_name((mixp_dtype)-1), "unknown");
   assert_string_equal(mixp_dtype_name((mixp_dtype)1000), "unknown");
 }

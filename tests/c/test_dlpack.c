@@ -24,8 +24,10 @@ typedef struct DLManagedTensorVersioned {
 } DLManagedTensorVersioned;
 #define DLPACK_FLAG_BITMASK_READ_ONLY (UINT64_C(1) << 0)
 #endif
-/* kDLBool arrived in DLPack 0.8; its value is 6 in every version. */
-enum { DL_BOOL_CODE = 6 };
+/* kDLBool arrived in DLPack 0.8; its value is 6 in every version. The
+ * 8-bit floats arrived in DLPack 1.1: kDLFloat8_e4m3fn = 10, kDLFloat8_e5m2
+ * = 12 (Debian's 0.6 header lacks them). */
+enum { DL_BOOL_CODE = 6, DL_F8_E4M3FN = 10, DL_F8_E5M2 = 12 };
 
 /* A cpu session always: the exchanges here are of host memory (a cuda
  * session refuses it; test_cuda_dlpack.c covers device memory). */
@@ -150,6 +152,7 @@ static void test_import_dtypes(void **state) {
       {kDLFloat, 16, MIXP_F16}, {kDLFloat, 32, MIXP_F32}, {kDLFloat, 64, MIXP_F64},
       {kDLBfloat, 16, MIXP_BF16}, {kDLInt, 32, MIXP_I32}, {kDLInt, 64, MIXP_I64},
       {kDLUInt, 8, MIXP_U8}, {DL_BOOL_CODE, 8, MIXP_BOOL},
+      {DL_F8_E4M3FN, 8, MIXP_F8E4M3}, {DL_F8_E5M2, 8, MIXP_F8E5M2},
   };
   for (size_t i = 0; i < sizeof ok / sizeof *ok; ++i) {
     producer p;
@@ -181,7 +184,8 @@ static void test_import_dtypes(void **state) {
     uint8_t code, bits;
     uint16_t lanes;
   } bad[] = {{kDLFloat, 8, 1}, {kDLInt, 16, 1}, {kDLUInt, 32, 1}, {kDLComplex, 64, 1},
-             {kDLFloat, 32, 4}, {kDLOpaqueHandle, 64, 1}, {kDLBfloat, 32, 1}};
+             {kDLFloat, 32, 4}, {kDLOpaqueHandle, 64, 1}, {kDLBfloat, 32, 1},
+             {DL_F8_E4M3FN, 16, 1}, {11 /* e4m3fnuz */, 8, 1}, {DL_F8_E5M2, 8, 2}};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; ++i) {
     producer p;
     producer_init(&p, 2, 2);
@@ -299,6 +303,31 @@ static void test_import_misuse(void **state) {
   assert_int_equal(p.deleted, 0);
 }
 
+/* fp8 tensors export under DLPack 1.1's codes and come back as themselves. */
+static void test_fp8_round_trip(void **state) {
+  mixp_session *s = *state;
+  const uint8_t codes[4] = {0x38, 0xC4, 0x7E, 0x7F};
+  const int64_t n = 4;
+  const mixp_dtype dts[2] = {MIXP_F8E4M3, MIXP_F8E5M2};
+  const uint8_t want_code[2] = {DL_F8_E4M3FN, DL_F8_E5M2};
+  for (int k = 0; k < 2; ++k) {
+    mixp_tensor *t = NULL, *back = NULL;
+    MT_OK(mixp_tensor_from_host(s, codes, 4, dts[k], &n, 1, &t));
+    DLManagedTensor *m = NULL;
+    MT_OK(mixp_tensor_to_dlpack(t, (struct DLManagedTensor **)&m));
+    assert_int_equal(m->dl_tensor.dtype.code, want_code[k]);
+    assert_int_equal(m->dl_tensor.dtype.bits, 8);
+    assert_int_equal(m->dl_tensor.dtype.lanes, 1);
+    MT_OK(mixp_tensor_from_dlpack(s, (struct DLManagedTensor *)m, &back));
+    assert_int_equal(mixp_tensor_dtype(back), dts[k]);
+    uint8_t got[4];
+    MT_OK(mixp_tensor_to_host(back, got, 4));
+    assert_memory_equal(got, codes, 4);
+    mixp_tensor_release(back);
+    mixp_tensor_release(t);
+  }
+}
+
 static void test_export_outlives_the_handle(void **state) {
   mixp_session *s = *state;
   const double v[6] = {1, 2, 3, 4, 5, 6};
@@ -390,6 +419,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_import_shares_memory_and_deletes_once, setup, teardown),
       cmocka_unit_test_setup_teardown(test_import_strides_and_offset, setup, teardown),
       cmocka_unit_test_setup_teardown(test_import_dtypes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fp8_round_trip, setup, teardown),
       cmocka_unit_test_setup_teardown(test_import_misuse, setup, teardown),
       cmocka_unit_test_setup_teardown(test_export_outlives_the_handle, setup, teardown),
       cmocka_unit_test_setup_teardown(test_round_trip_keeps_memory, setup, teardown),

@@ -25,7 +25,7 @@ from . import _cuda_plugin
 from .errors import (Error, InvalidArgumentError, ShapeError, DTypeError, DeviceError,
                      OutOfMemoryError, StateError, CorruptError, IOError_, NumericError,
                      UnsupportedError, InternalError)
-from .dtypes import dtype, float32, float16, bfloat16, float64, int32, int64, uint8, bool_
+from .dtypes import dtype, float32, float16, bfloat16, float64, int32, int64, uint8, bool_, float8_e4m3fn, float8_e5m2
 from .session import Session, default_session, set_default_session, no_grad
 from .tensor import Tensor, tensor, from_numpy, zeros, ones, full, arange, rand, randn
 from .dlpack import from_dlpack
@@ -61,7 +61,7 @@ __all__ = [
     "capi", "Error", "InvalidArgumentError", "ShapeError", "DTypeError", "DeviceError",
     "OutOfMemoryError", "StateError", "CorruptError", "IOError_", "NumericError",
     "UnsupportedError", "InternalError", "dtype", "float32", "float16", "bfloat16", "float64",
-    "int32", "int64", "uint8", "bool_", "Session", "default_session", "set_default_session",
+    "int32", "int64", "uint8", "bool_", "float8_e4m3fn", "float8_e5m2", "Session", "default_session", "set_default_session",
     "no_grad", "Tensor", "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "arange", "rand",
     "randn", "functional", "nn", "optim", "amp", "data", "dist", "matmul", "relu", "gelu", "gelu_tanh", "sigmoid",
     "tanh", "softmax", "log_softmax", "cross_entropy", "mse_loss", "cat", "split", "build_info",

@@ -4,17 +4,30 @@ numpy has no bfloat16: ``Tensor.numpy()`` returns bf16 tensors as float32
 (exact: every bf16 value is a float32), or as their raw uint16 bit patterns
 with ``numpy(bf16_bits=True)``; ``from_numpy(a, dtype=mixp.bfloat16)`` takes a
 float array (rounded to nearest even by mixp) or a uint16 array of bits.
+
+The 8-bit floats (``float8_e4m3fn``, ``float8_e5m2``: storage types) are
+ml_dtypes' ``float8_e4m3fn`` / ``float8_e5m2`` arrays in numpy when ml_dtypes
+is importable, and uint8 arrays of their codes otherwise
+(``HAVE_ML_DTYPES`` says which); ``from_numpy(a, dtype=mixp.float8_e4m3fn)``
+takes such codes, an ml_dtypes array, or floats (rounded by mixp).
 """
 
 import enum
 
 import numpy as np
 
+try:
+    import ml_dtypes as _ml_dtypes
+except ImportError:
+    _ml_dtypes = None
+
+HAVE_ML_DTYPES = _ml_dtypes is not None
+
 from . import capi
 from .errors import DTypeError
 
 __all__ = ["dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8",
-           "bool_", "from_numpy_dtype"]
+           "bool_", "float8_e4m3fn", "float8_e5m2", "from_numpy_dtype", "HAVE_ML_DTYPES"]
 
 
 class dtype(enum.IntEnum):
@@ -28,6 +41,8 @@ class dtype(enum.IntEnum):
     int64 = capi.MIXP_I64
     uint8 = capi.MIXP_U8
     bool_ = capi.MIXP_BOOL
+    float8_e4m3fn = capi.MIXP_F8E4M3
+    float8_e5m2 = capi.MIXP_F8E5M2
 
     @property
     def itemsize(self):
@@ -39,8 +54,14 @@ class dtype(enum.IntEnum):
         return self in (dtype.float32, dtype.float16, dtype.bfloat16, dtype.float64)
 
     @property
+    def is_float8(self):
+        """An 8-bit float storage type (casts, copies, views, scaled products only)."""
+        return self in (dtype.float8_e4m3fn, dtype.float8_e5m2)
+
+    @property
     def numpy(self):
-        """The numpy dtype of ``Tensor.numpy()`` (float32 for bfloat16)."""
+        """The numpy dtype of ``Tensor.numpy()`` (float32 for bfloat16; for the
+        8-bit floats ml_dtypes' type, or uint8 codes without ml_dtypes)."""
         return _TO_NUMPY[self]
 
     def __repr__(self):
@@ -57,13 +78,19 @@ int32 = dtype.int32
 int64 = dtype.int64
 uint8 = dtype.uint8
 bool_ = dtype.bool_
+float8_e4m3fn = dtype.float8_e4m3fn
+float8_e5m2 = dtype.float8_e5m2
 
 _TO_NUMPY = {
     float32: np.dtype(np.float32), float16: np.dtype(np.float16), bfloat16: np.dtype(np.float32),
     float64: np.dtype(np.float64), int32: np.dtype(np.int32), int64: np.dtype(np.int64),
     uint8: np.dtype(np.uint8), bool_: np.dtype(np.bool_),
+    float8_e4m3fn: np.dtype(_ml_dtypes.float8_e4m3fn if _ml_dtypes else np.uint8),
+    float8_e5m2: np.dtype(_ml_dtypes.float8_e5m2 if _ml_dtypes else np.uint8),
 }
-_FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items() if k is not bfloat16}
+# (uint8 stays uint8: fp8 codes in a uint8 array need dtype= to be fp8.)
+_FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items()
+               if k is not bfloat16 and (HAVE_ML_DTYPES or not k.is_float8)}
 
 
 def from_numpy_dtype(np_dtype):
@@ -79,6 +106,7 @@ def as_dtype(value):
         key = value.lower()
         aliases = {"f32": float32, "f16": float16, "bf16": bfloat16, "f64": float64,
                    "i32": int32, "i64": int64, "u8": uint8, "bool": bool_, "half": float16,
+                   "f8e4m3": float8_e4m3fn, "f8e5m2": float8_e5m2,
                    "float": float32, "double": float64, "long": int64, "int": int32}
         if key in aliases:
             return aliases[key]

@@ -11,7 +11,7 @@ __all__ = [
     "matmul", "bmm", "linear", "relu", "gelu", "gelu_tanh", "sigmoid", "tanh", "silu", "hardswish",
     "hardsigmoid", "softmax", "log_softmax", "cross_entropy", "mse_loss", "dropout", "cat",
     "split", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm",
-    "layer_norm", "group_norm", "embedding", "scaled_dot_product_attention", "pad",
+    "layer_norm", "group_norm", "embedding", "scaled_dot_product_attention", "pad", "scaled_matmul",
 ]
 
 _REDUCTION = {"mean": capi.MIXP_REDUCTION_MEAN, "sum": capi.MIXP_REDUCTION_SUM,
@@ -37,6 +37,19 @@ def bmm(a, b):
 
 def linear(x, weight, bias=None):
     return x._new(capi.mixp_linear(x._h, weight._h, _h(bias)))
+
+
+def scaled_matmul(a, scale_a, b, scale_b, bias=None, out_dtype=None, fast_accum=False, amax=None):
+    """``(scale_a * scale_b) * (a @ b) + bias`` for fp8 ``a`` [M,K] and ``b`` [K,N]
+    (mixp.float8_e4m3fn / float8_e5m2, not both e5m2) with one-element float32
+    scale tensors, in ``out_dtype`` (default bfloat16); ``amax`` (a one-element
+    float32 tensor) receives max |result|. torch._scaled_mm's product; mixp.h's
+    mixp_scaled_matmul states the exact semantics."""
+    from .dtypes import as_dtype, bfloat16
+    dt = bfloat16 if out_dtype is None else as_dtype(out_dtype)
+    flags = capi.MIXP_SCALED_MATMUL_FAST_ACCUM if fast_accum else 0
+    return a._new(capi.mixp_scaled_matmul(a._h, scale_a._h, b._h, scale_b._h, _h(bias), int(dt), flags,
+                                          _h(amax)))
 
 
 # Functions that are also Tensor methods are those methods (one definition).

@@ -63,6 +63,14 @@ class Tensor(Handle):
         if arr.dtype.name == "bfloat16" and arr.dtype.itemsize == 2 and target in (None, bfloat16):
             # ml_dtypes' bfloat16 (JAX, TensorFlow): its bits, no float32 detour.
             arr, target = arr.view(np.uint16), bfloat16
+        if target is not None and target.is_float8 and arr.dtype in (np.uint8, target.numpy):
+            # fp8 codes (uint8, or ml_dtypes' own type): taken as they are.
+            arr = _c_order(arr.view(np.uint8))
+            raw = capi.mixp_tensor_from_host(session._h, arr, int(target), arr.shape)
+            return Tensor(raw, session)
+        if target is not None and target.is_float8:
+            t = Tensor.from_numpy(np.asarray(arr, dtype=np.float32), session=session)
+            return t.to(target)
         if target is bfloat16:
             if arr.dtype == np.uint16:  # raw bits
                 arr = _c_order(arr)
