@@ -99,6 +99,7 @@ MIXP_HANDLE(mixp_loader, mixp_loader_destroy)
 MIXP_HANDLE(mixp_trace, mixp_trace_destroy)
 MIXP_HANDLE(mixp_profile, mixp_profile_destroy)
 MIXP_HANDLE(mixp_dist, mixp_dist_destroy)
+MIXP_HANDLE(mixp_graph, mixp_graph_destroy)
 
 /* A retained tensor is a new reference owned by the caller. */
 %newobject mixp_tensor_retain;

@@ -48,14 +48,13 @@ class BatchNorm2d final : public Module {
  private:
   static constexpr size_t kNone = ~size_t(0);
 
-  // num_batches_tracked += 1, as PyTorch counts every training forward. It
-  // is a host-side read-modify-write (an integer scalar), not an op.
+  // num_batches_tracked += 1, as PyTorch counts every training forward: on
+  // the device (through F64, exact below 2^53, which autocast leaves alone),
+  // so a step neither waits for it nor stops being capturable (mixp_graph).
   void count_batch() {
     const TensorPtr &c = buffer_slot(count_);
-    int64_t n = 0;
-    nn::check(mixp_tensor_to_host(c.get(), &n, sizeof n));
-    TensorPtr next = nn::full_tensor(mixp_tensor_session(c.get()), MIXP_I64, nullptr, 0,
-                                     double(n + 1));
+    TensorPtr wide = nn::call(mixp_cast, c.get(), MIXP_F64);
+    TensorPtr next = nn::call(mixp_add_scalar, wide.get(), 1.0);
     nn::check(mixp_tensor_copy_(c.get(), next.get()));
   }
 
