@@ -259,6 +259,7 @@ MIXP_OPTIONS(mixp_dist_options, mixp_dist_options_init)
 %noexception mixp_profile_destroy;
 %noexception mixp_dist_options_init;
 %noexception mixp_dist_destroy;
+%noexception mixp_graph_destroy;
 /* The report out-parameter: hosts read it with mixp_trace_report(). */
 %ignore mixp_trace_compare;
 
