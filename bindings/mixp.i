@@ -99,6 +99,7 @@ MIXP_HANDLE(mixp_loader, mixp_loader_destroy)
 MIXP_HANDLE(mixp_trace, mixp_trace_destroy)
 MIXP_HANDLE(mixp_profile, mixp_profile_destroy)
 MIXP_HANDLE(mixp_dist, mixp_dist_destroy)
+MIXP_HANDLE(mixp_graph, mixp_graph_destroy)
 
 /* A retained tensor is a new reference owned by the caller. */
 %newobject mixp_tensor_retain;
@@ -260,6 +261,7 @@ MIXP_OPTIONS(mixp_dist_options, mixp_dist_options_init)
 %noexception mixp_dist_destroy;
 %noexception mixp_dlpack_release;
 %noexception mixp_dlpack_release_versioned;
+%noexception mixp_graph_destroy;
 /* The report out-parameter: hosts read it with mixp_trace_report(). */
 %ignore mixp_trace_compare;
 

@@ -226,3 +226,12 @@ add_test(NAME mixp_train_underflow_stats
 add_test(NAME mixp_train_compare_numerics
   COMMAND sh -c "out=$(\"$0\" --data synthetic --hidden 32 --amp O2 --amp-dtype bf16 --compare-numerics --compare-tol 0.5) || exit 1; echo \"$out\"; echo \"$out\" | grep -q '^op by op: O2 bf16 against O0 (fp32)' && echo \"$out\" | grep -q ' linear  *forward ' && echo \"$out\" | grep -q ' linear  *backward ' && echo \"$out\" | grep -qE '^(no op above|first op above) the relative tolerance 0.5'"
   $<TARGET_FILE:mixp-train>)
+# --graph captures the second step and replays it: the run is bitwise the
+# eager one (same losses and accuracy to every printed digit, O2 bf16 with
+# dropout-free MLP and the short last batch run eagerly).
+add_test(NAME mixp_train_graph_matches_eager
+  COMMAND sh -c "t=\"$0\"; for g in '' --graph; do \"$t\" --data synthetic --epochs 2 --limit-train 1000 --limit-test 200 --hidden 32 --batch 64 --threads 2 --seed 5 --amp O2 --amp-dtype bf16 --clip-norm 1 $g | grep -o 'train_loss=[0-9.]* [a-z_]*=[0-9.]*' > out$g.txt || exit 1; done; test -s out.txt && cmp out.txt out--graph.txt && \"$t\" --graph --accum-steps 2 2>&1 | grep -q 'takes no --dist'"
+          $<TARGET_FILE:mixp-train>)
+file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mixp_train_graph_matches_eager)
+set_tests_properties(mixp_train_graph_matches_eager PROPERTIES
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mixp_train_graph_matches_eager TIMEOUT 120)

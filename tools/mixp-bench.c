@@ -109,9 +109,14 @@ static const workload k_workloads[] = {
 /* --model-config: keys appended to every mixp model's spec (the PyTorch
  * twins are unchanged), e.g. channels_last=0 to time the NCHW layout. */
 static const char *g_model_config = NULL;
+/* --graph: each mode is also timed captured once and replayed (mixp_graph). */
+static int g_graph = 0;
 
-/* One training configuration; returns the median step time in seconds. */
-static double bench_model(const workload *w, int threads, int batch, int steps, mode m, int64_t *params_out) {
+/* One training configuration; returns the median step time in seconds.
+ * With `graph` the last warm-up step is captured and the timed steps are
+ * its replays. */
+static double bench_model(const workload *w, int threads, int batch, int steps, mode m, int64_t *params_out,
+                          int graph) {
   mixp_session *s = new_session(threads);
   char spec[512];
   snprintf(spec, sizeof spec, "%s%s%s", w->spec, g_model_config ? " " : "", g_model_config ? g_model_config : "");
@@ -122,11 +127,21 @@ static double bench_model(const workload *w, int threads, int batch, int steps, 
   CHECK(bench_make_batch(s, w->item, w->item_ndim, w->vocab, batch, &x, &y));
   const int warmup = w->warmup;
   double *t = malloc(sizeof(double) * (size_t)steps);
+  mixp_graph *g = NULL;
   for (int i = 0; i < warmup + steps; ++i) {
     double t0 = bench_now();
-    CHECK(bench_trainer_step(&tr, x, y));
+    if (g) {
+      CHECK(mixp_graph_replay(g));
+    } else if (graph && i == warmup - 1) {
+      CHECK(mixp_graph_capture_begin(s));
+      CHECK(bench_trainer_step(&tr, x, y));
+      CHECK(mixp_graph_capture_end(s, &g));
+    } else {
+      CHECK(bench_trainer_step(&tr, x, y));
+    }
     if (i >= warmup) t[i - warmup] = bench_now() - t0;
   }
+  mixp_graph_destroy(g);
   double med = median(t, steps);
   free(t);
   mixp_tensor_release(x);
@@ -170,10 +185,12 @@ static void run_workload(const workload *w, int threads, int batch, int steps, c
                          const char *script) {
   double sps[MODE_COUNT], us[MODE_COUNT];
   int64_t params = 0;
+  double replay_us[MODE_COUNT] = {0};
   for (int m = 0; m < MODE_COUNT; ++m) {
-    const double med = bench_model(w, threads, batch, steps, (mode)m, m == 0 ? &params : NULL);
+    const double med = bench_model(w, threads, batch, steps, (mode)m, m == 0 ? &params : NULL, 0);
     sps[m] = batch / med;
     us[m] = med * 1e6;
+    if (g_graph) replay_us[m] = bench_model(w, threads, batch, steps, (mode)m, NULL, 1) * 1e6;
   }
   torch_result t;
   memset(&t, 0, sizeof t);
@@ -187,6 +204,9 @@ static void run_workload(const workload *w, int threads, int batch, int steps, c
     char vs[32] = "n/a";
     if (tv > 0) snprintf(vs, sizeof vs, "%.2fx", sps[m] / tv);
     printf("%-34s %12.0f %12.1f %11.2fx %10s\n", k_mode_names[m], sps[m], us[m], sps[m] / sps[0], vs);
+    if (g_graph)
+      printf("%-34s %12.0f %12.1f %11.2fx %9.2fx eager\n", "  replayed (mixp_graph)", batch / replay_us[m] * 1e6,
+             replay_us[m], us[0] / replay_us[m], us[m] / replay_us[m]);
   }
   if (t.fp32 > 0) printf("%-34s %12.0f %12.1f %11.2fx\n", "torch fp32", t.fp32, batch / t.fp32 * 1e6, t.fp32 / sps[0]);
   if (t.bf16 > 0)
@@ -200,6 +220,7 @@ static void usage(FILE *f) {
           "usage: mixp-bench [--workload mlp|cnn|resnet18|gpt|gpt256|gemm]... [--threads N] [--steps N] [--batch N]\n"
           "                  [--python PATH | --no-torch] [--torch-script PATH]\n"
           "                  [--only o0|o1-bf16|o2-bf16|o2-f16] [--model-config \"K=V ...\"] [--device cpu]\n"
+          "                  [--graph]\n"
           "       mixp-bench --device cuda[:N] ... (GPU workloads; --device cuda --help)\n"
           "       mixp-bench --device cpu --quick ... (the GPU workloads at tiny sizes on the CPU)\n"
           "Measures mixp's training steps under O0/O1/O2 beside identical PyTorch models\n"
@@ -209,7 +230,7 @@ static void usage(FILE *f) {
           "--batch and --steps override every workload's defaults; --only runs one mode of\n"
           "one workload without PyTorch (for profilers). --model-config adds keys to every\n"
           "mixp model's configuration, not the PyTorch twins' (e.g. channels_last=0 for cnn\n"
-          "and resnet18).\n");
+          "and resnet18). --graph also times each mode captured once and replayed (mixp_graph).\n");
 }
 
 int main(int argc, char **argv) {
@@ -228,6 +249,8 @@ int main(int argc, char **argv) {
     if (!strcmp(a, "--help")) {
       usage(stdout);
       return 0;
+    } else if (!strcmp(a, "--graph")) {
+      g_graph = 1;
     } else if (!strcmp(a, "--no-torch")) {
       use_torch = 0;
     } else if (v && !strcmp(a, "--threads")) {
@@ -296,8 +319,13 @@ int main(int argc, char **argv) {
     if (k == NUM_WORKLOADS) k = 0;
     const workload *w = &k_workloads[k];
     const int b = batch ? batch : w->batch;
-    const double med = bench_model(w, threads, b, steps ? steps : w->steps, (mode)only, NULL);
+    const double med = bench_model(w, threads, b, steps ? steps : w->steps, (mode)only, NULL, 0);
     printf("%s %s: %.0f samples/s, %.1f us/step\n", w->key, k_mode_keys[only], b / med, med * 1e6);
+    if (g_graph) {
+      const double rep = bench_model(w, threads, b, steps ? steps : w->steps, (mode)only, NULL, 1);
+      printf("%s %s replayed: %.0f samples/s, %.1f us/step (%.2fx eager)\n", w->key, k_mode_keys[only], b / rep,
+             rep * 1e6, med / rep);
+    }
     return 0;
   }
   char found[1024];

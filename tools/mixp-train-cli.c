@@ -78,6 +78,8 @@ void usage(FILE *f) {
           "  --explain-overflow      on a step the loss scaler skips, print the parameters whose\n"
           "                          gradients were non-finite (scans them: that step waits)\n"
           "  --accum-steps N         accumulate gradients over N batches per optimizer step (default 1)\n"
+          "  --graph                 capture the second step and replay it for every later batch of the\n"
+          "                          same shape (mixp_graph: no per-op host work; cpu only)\n"
           "  --low-scale A           ignore (default), warn or error when the dynamic loss scale falls\n"
           "                          below 1 (no fp16 scale fits: train in bf16)\n"
           "  --underflow-stats       every --log-every steps, per parameter, the fraction of gradient\n"
@@ -302,6 +304,7 @@ static const flag kFlags[] = {
     {"--profile", TEXT, AT(profile_path), 0, 0, NULL, NULL, NULL, 0, 1},
     {"--explain-overflow", SWITCH, AT(explain_overflow), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--accum-steps", INT, AT(accum_steps), 1, 1 << 20, NULL, NULL, NULL, 0, 0},
+    {"--graph", SWITCH, AT(graph), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--master-weights", CHOICE, AT(master_weights), 0, 0, "on,off", kOnOff, NULL, AT(master_weights_set), 0},
     {"--stochastic-rounding", SWITCH, AT(stochastic_rounding), 0, 0, NULL, NULL, NULL, 0, 0},
     {"--optimizer-state", CHOICE, AT(optimizer_state), 0, 0, "f32,bf16", kStateDtypes, NULL, 0, 0},
@@ -435,6 +438,12 @@ static void check_combinations(args *a) {
     bad_usage("--profile records one step of one run; it takes no --compare or --compare-numerics");
   if (a->compare && (a->save_path || a->resume_path))
     bad_usage("--compare runs three trainings; it takes no --save or --resume");
+  if (a->graph && (a->dist || a->accum_steps > 1 || a->profile_path || a->op_stats || a->explain_overflow ||
+                   a->underflow_stats || a->check_numerics != MIXP_NUMERICS_OFF || a->compare || a->compare_numerics ||
+                   a->low_scale != MIXP_LOW_SCALE_IGNORE))
+    bad_usage("--graph replays one captured step, which reads nothing on the host: it takes no --dist, "
+              "--accum-steps, --profile, --op-stats, --explain-overflow, --underflow-stats, --check-numerics, "
+              "--low-scale, --compare or --compare-numerics");
   if (a->dist && (a->compare || a->compare_numerics))
     bad_usage("--dist trains one run across the ranks; it takes no --compare or --compare-numerics "
               "(run them without --dist, in one process)");

@@ -130,11 +130,21 @@ static void write_profile(trainer *t) {
 
 /* ---- one batch --------------------------------------------------------------- */
 
+static double end_step(trainer *t, double lv);
+
 /* One micro-batch; returns its loss (the global batch's under --dist) and
  * its size (over all ranks) in *samples. */
 static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y, int64_t *samples) {
   const args *a = t->a;
   train_progress *p = &t->p;
+  double glv = 0;
+  if (a->graph && graph_step(t, x, y, &glv)) {
+    int found_inf = 0;
+    CHECK(mixp_grad_scaler_found_inf(t->scaler, &found_inf));
+    p->skipped += found_inf != 0;
+    *samples = mixp_tensor_dim(y, 0);
+    return end_step(t, glv);
+  }
   const int first = p->micro % a->accum_steps == 0;
   const int last = (p->micro + 1) % a->accum_steps == 0;
   const int64_t b = mixp_tensor_dim(y, 0);
@@ -189,11 +199,18 @@ static double train_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y,
     fflush(stdout);
   }
   if (profiled) write_profile(t);
-  p->micro++;
   if (objective != loss) mixp_tensor_release(objective);
   mixp_tensor_release(scaled);
   mixp_tensor_release(loss);
   mixp_tensor_release(logits);
+  return end_step(t, lv);
+}
+
+/* The progress and logs of a finished micro-batch of loss lv. */
+static double end_step(trainer *t, double lv) {
+  const args *a = t->a;
+  train_progress *p = &t->p;
+  p->micro++;
   if (p->steps == 0) p->first_loss = lv;
   p->recent[p->steps % 10] = lv;
   p->steps++;

@@ -393,6 +393,7 @@ static void report(run_ctx *r, const run_result *res) {
 }
 
 static void teardown(run_ctx *r) {
+  graph_release(&r->t);
   mixp_grad_scaler_destroy(r->t.scaler);
   mixp_loader_destroy(r->t.loader);
   mixp_optimizer_destroy(r->t.opt);

@@ -92,6 +92,7 @@ typedef struct args {
   int64_t max_steps;            /* --max-steps N (0: no limit) */
   /* Data parallelism (mixp_dist_*). */
   dist_kind dist;               /* --dist [mpi|single] */
+  int graph;                    /* --graph: capture the step once, replay it (mixp-train-graph.c) */
 } args;
 
 /* ---- command line and errors (mixp-train-cli.c) ------------------------------ */
@@ -185,6 +186,12 @@ void state_check_path(const char *path);
 
 /* ---- the training step and loops (mixp-train-step.c) ----------------------------- */
 
+/* --graph's captured step and its static inputs (mixp-train-graph.c). */
+typedef struct graph_run {
+  mixp_graph *graph;
+  mixp_tensor *x, *y, *loss;
+} graph_run;
+
 typedef struct trainer {
   const model *m;
   mixp_optimizer *opt;
@@ -206,7 +213,14 @@ typedef struct trainer {
   int64_t step_samples; /* this rank's samples in the micro-batches of the current step */
   train_progress p;  /* where the run is: what a checkpoint holds */
   int stop;          /* --max-steps reached */
+  graph_run graph;   /* --graph */
 } trainer;
+
+/* --graph: runs the step on (x, y) by replaying the captured step (capturing
+ * it first, on the second step) and writes its loss; returns 0, having done
+ * nothing, for the warm-up step or a batch of another shape (run them eagerly). */
+int graph_step(trainer *t, const mixp_tensor *x, const mixp_tensor *y, double *loss);
+void graph_release(trainer *t);
 
 typedef struct epoch_stats {
   double loss;

@@ -135,6 +135,7 @@ MIXP_GO_HANDLE(mixp_profile)
 MIXP_GO_HANDLE(mixp_dist)
 MIXP_GO_HANDLE(DLManagedTensor)
 MIXP_GO_HANDLE(DLManagedTensorVersioned)
+MIXP_GO_HANDLE(mixp_graph)
 
 /* split(): one output per entry of sizes (arg3); a short slice becomes NULL
  * so that mixp reports it instead of writing past the Go memory. */

@@ -118,6 +118,7 @@ MIXP_JAVA_HANDLE(mixp_profile)
 MIXP_JAVA_HANDLE(mixp_dist)
 MIXP_JAVA_HANDLE(DLManagedTensor)
 MIXP_JAVA_HANDLE(DLManagedTensorVersioned)
+MIXP_JAVA_HANDLE(mixp_graph)
 
 /* split(): one output per entry of sizes (arg3 = n). */
 %typemap(jni) mixp_tensor **outs "jlongArray"

@@ -134,6 +134,7 @@ MIXP_PY_OUT_HANDLE(mixp_loader)
 MIXP_PY_OUT_HANDLE(mixp_trace)
 MIXP_PY_OUT_HANDLE(mixp_profile)
 MIXP_PY_OUT_HANDLE(mixp_dist)
+MIXP_PY_OUT_HANDLE(mixp_graph)
 
 /* ---- scalar out-parameters ------------------------------------------------ */
 %include <typemaps.i>

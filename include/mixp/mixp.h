@@ -699,6 +699,10 @@ typedef struct mixp_memory_stats {
                                    current_bytes. */
   uint64_t reserved_peak_bytes; /**< Highest reserved_bytes since creation or the last reset;
                                      compare with torch.cuda.max_memory_reserved. */
+  /* Since 0.9. */
+  uint64_t graph_bytes; /**< Bytes the session's captured graphs (mixp_graph) keep beyond its
+                             tensors: the memory their step used and released, held as their
+                             private pool until mixp_graph_destroy (not in current_bytes). */
 } mixp_memory_stats;
 
 /**
@@ -3852,6 +3856,112 @@ MIXP_API mixp_status mixp_model_load_hf_gpt2(mixp_module *model, mixp_optimizer 
  */
 MIXP_API mixp_status mixp_model_save_hf_gpt2(mixp_module *model, mixp_optimizer *optimizer,
                                              const char *dir, mixp_dtype dtype);
+
+/** @} */
+
+/** @defgroup graph Captured training steps (record once, replay)
+ *  A training step captured once and replayed on the same tensors: small
+ *  models spend most of an eager step in per-op host work (dispatch,
+ *  autocast, autograd), which a replay skips.
+ *
+ *  Between mixp_graph_capture_begin() and mixp_graph_capture_end() the host
+ *  runs one ordinary step (zero_grad, forward, backward, the GradScaler's
+ *  scale/unscale/step/update, clipping, the optimizer's step; micro-batches
+ *  of gradient accumulation), exactly as eagerly: it runs, and is recorded.
+ *  mixp_graph_replay() runs it again, bitwise as an eager step would run on
+ *  the same values. The rules:
+ *  - Inputs are tensors made before the capture; the host refills them in
+ *    place before each replay: mixp_tensor_copy_() from a tensor made with
+ *    mixp_tensor_from_host(), or writes into the memory of a tensor made by
+ *    mixp_tensor_borrow_host().
+ *    Shapes are fixed: a tensor cannot change shape, and releasing an input
+ *    (to make one of another shape) makes the graph refuse to replay.
+ *  - Tensors made during the capture and still held after it (the loss, the
+ *    gradients, the scaled loss) keep valid handles; each replay rewrites
+ *    them. Their memory, and all memory the step released, is the graph's
+ *    until mixp_graph_destroy() (reported as mixp_memory_stats.graph_bytes).
+ *  - What a replay resolves again rather than repeats: the random numbers
+ *    (dropout, random fills, stochastic rounding) continue the session's
+ *    Philox stream as eager steps would; the optimizer's step count, hence
+ *    its learning rate and schedule, advances; optimizer state made by the
+ *    captured step (its first one) is made once, not reset by replays; the
+ *    GradScaler skips, grows and backs off on the device at each replay.
+ *  - Calls that read device values on the host or upload from it cannot be
+ *    replayed and fail during a capture with MIXP_ERR_STATE, their message
+ *    naming the called function ("mixp_tensor_item: the host cannot read a
+ *    tensor's values ... while a training step is captured ..."):
+ *    mixp_tensor_item, mixp_tensor_to_host, mixp_tensor_from_host, a
+ *    GradScaler's get_scale, the optimizer's gradient statistics, a loader's
+ *    next batch, state load and save. The capture
+ *    stays usable (the failed call recorded nothing but what it ran before
+ *    failing, which has no effect on the step's results).
+ *  - The step must not keep a value from before the capture that it
+ *    releases: accumulating into last step's gradients (no zero_grad in the
+ *    step) is refused by mixp_graph_capture_end.
+ *  - The cpu records and replays the backend calls; other devices return
+ *    MIXP_ERR_UNSUPPORTED (CUDA graph capture is not implemented yet).
+ *  Threading: a graph is used with its session, by one thread at a time.
+ *  @{ */
+
+/** Opaque captured step. */
+typedef struct mixp_graph mixp_graph;
+
+/**
+ * Starts capturing a training step on the session: every call on it until
+ * mixp_graph_capture_end() runs as usual and is recorded.
+ * @param session The session (borrowed).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a NULL or stale session;
+ *         MIXP_ERR_STATE when the session is capturing already, was
+ *         destroyed, has the numerics checker on or records an op trace, or
+ *         inside backward or a checkpoint region; MIXP_ERR_UNSUPPORTED on a
+ *         device other than the cpu, or with a communicator (mixp_dist).
+ * @note Thread-safety: like every call on a session.
+ */
+MIXP_API mixp_status mixp_graph_capture_begin(mixp_session *session);
+
+/**
+ * Ends the capture begun on this session and returns the step as a graph.
+ * @param session The capturing session (borrowed).
+ * @param[out] out Receives the graph, owned by the caller (mixp_graph_destroy);
+ *                 written only on success.
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for NULL arguments or a stale
+ *         session; MIXP_ERR_STATE when the session is not capturing (no begin,
+ *         or begun on another session), or when the step used a tensor made
+ *         before the capture and released it during the capture (the capture
+ *         is then aborted, as by mixp_graph_capture_abort).
+ */
+MIXP_API mixp_status mixp_graph_capture_end(mixp_session *session, mixp_graph **out);
+
+/**
+ * Ends the capture begun on this session without a graph. The step ran as
+ * an eager step; tensors it made stay valid.
+ * @param session The capturing session (borrowed).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a NULL or stale session;
+ *         MIXP_ERR_STATE when the session is not capturing.
+ */
+MIXP_API mixp_status mixp_graph_capture_abort(mixp_session *session);
+
+/**
+ * Runs the captured step again on the same tensors.
+ * @param graph The graph (borrowed).
+ * @return MIXP_OK; MIXP_ERR_INVALID_ARGUMENT for a NULL or destroyed graph;
+ *         MIXP_ERR_STATE, having run nothing, when the graph's session was
+ *         destroyed or is capturing, when a tensor the step uses that was
+ *         made before the capture (an input, a parameter, optimizer or scaler
+ *         state, e.g. replaced by mixp_state_load) was released since, or when
+ *         an optimizer the step uses was destroyed. A failure inside the step
+ *         (an index out of range in an input) is that call's error; the calls
+ *         before it have run.
+ * @note Thread-safety: like every call on the graph's session.
+ */
+MIXP_API mixp_status mixp_graph_replay(mixp_graph *graph);
+
+/**
+ * Destroys a graph and gives its memory back (blocks still held by tensors
+ * stay theirs). NULL is a no-op. The graph's session may have been destroyed.
+ * @param graph The graph (owned; invalid afterwards).
+ */
+MIXP_API void mixp_graph_destroy(mixp_graph *graph);
 
 /** @} */
 

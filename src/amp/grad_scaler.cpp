@@ -195,7 +195,11 @@ void mixp_grad_scaler::update(const char *fn) {
   {
     OpScope scope(OpId::grad_scaler_update, s);
     const ScaleUpdate rule = scale_update();
-    last_found_inf = handshake.update(*s, dynamic ? &rule : nullptr, *skipped);
+    TensorPtr found = handshake.update(*s, dynamic ? &rule : nullptr, *skipped);
+    // Kept in one tensor once there is one, so that the replays of a
+    // captured step and eager steps between them report through it alike.
+    if (last_found_inf) s->backend->copy(view_of(*found), view_of(*last_found_inf));
+    else last_found_inf = std::move(found);
   }
   if (dynamic) note_scale(read_scale_if_watched());
 }

@@ -9,6 +9,7 @@
 #include "backend/backend.hpp"
 #include "backend/capabilities.hpp"
 #include "device/device.hpp"
+#include "graph/graph.hpp"
 #include "core/op_table.hpp"
 #include "core/options.hpp"
 
@@ -60,6 +61,7 @@ mixp_status mixp_session_create(const mixp_session_options *options, mixp_sessio
 void mixp_session_destroy(mixp_session *session) {
   if (!session || session->magic != mixp_session::kMagic || session->closed) return;
   session->closed = true;
+  graph::abort(session);  // the real backend back; the capture's memory freed
   // An open checkpoint region and an open autocast region's cast cache hold
   // tensors, which hold the session: a host that destroys the session inside
   // them would leak it (found by fuzz_api under LeakSanitizer).
@@ -233,6 +235,7 @@ mixp_status mixp_memory_stats_get(const mixp_session *session, mixp_memory_stats
     all.device_peak_bytes = m.used_peak;
     all.reserved_bytes = m.reserved;
     all.reserved_peak_bytes = m.reserved_peak;
+    all.graph_bytes = s->graphs.held_bytes();
     write_answer(stats, all);  // a 0.6 caller's struct ends at peak_bytes
   });
 }

@@ -4,6 +4,7 @@
 
 #include "api/api_common.hpp"
 #include "autograd/node.hpp"
+#include "core/step_capture.hpp"
 #include "ops/ops.hpp"
 
 using namespace mixp;
@@ -130,7 +131,9 @@ mixp_status mixp_tensor_arange(mixp_session *session, mixp_dtype dtype, double s
     std::vector<double> v(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) v[size_t(i)] = start + double(i) * step;
     TensorPtr src = empty(s, MIXP_F64, Shape{n});
-    if (n) s->backend->copy_from_host(src->data(), v.data(), size_t(n) * sizeof(double));
+    // A captured step (mixp_graph) uploads the same values at every replay.
+    if (n && s->capture) s->capture->upload_constant(src->data(), v.data(), size_t(n) * sizeof(double));
+    else if (n) s->backend->copy_from_host(src->data(), v.data(), size_t(n) * sizeof(double));
     apply_threads(s);
     give(out, dtype == MIXP_F64 ? src : cast(src, dtype));
   });

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/graph_memory.hpp"
 #include "core/op_trace.hpp"
 #include "core/profile.hpp"
 #include "core/refcount.hpp"
@@ -20,6 +21,7 @@ namespace autocast {
 struct SessionState;
 }
 struct CheckpointRegion;
+class StepCapture;
 
 // Told by a backward pass about each leaf gradient as soon as it is final
 // (every node that feeds the leaf has run): what data parallelism needs to
@@ -112,6 +114,11 @@ struct mixp_session {
   mixp_log_fn log_fn = nullptr;
   void *log_user = nullptr;
   void log(mixp_log_level level, const std::string &message) const noexcept;
+
+  // The step being captured (mixp_graph_capture_begin .. _end; its recorder
+  // is the backend meanwhile), or null; and the memory of the live graphs.
+  mixp::StepCapture *capture = nullptr;
+  mixp::GraphMemoryRegistry graphs;
 
   std::atomic<uint64_t> mem_current{0};
   std::atomic<uint64_t> mem_peak{0};

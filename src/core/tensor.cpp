@@ -8,10 +8,12 @@ namespace mixp {
 Storage::~Storage() {
   if (owned) {
     if (data) {
-      session->backend->deallocate(data, nbytes);
+      // A captured graph may own the block (and free it when destroyed).
+      if (!session->graphs.release(data, nbytes ? nbytes : 1)) session->backend->deallocate(data, nbytes);
       session->note_free(nbytes);
     }
   } else if (on_release) {
+    if (data) session->graphs.release(data, nbytes ? nbytes : 1);  // borrowed: never a graph's block
     on_release(release_user);
   }
 }

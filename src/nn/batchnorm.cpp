@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/session.hpp"
 #include "nn/api_call.hpp"
 #include "nn/layers.hpp"
 
@@ -48,14 +49,24 @@ class BatchNorm2d final : public Module {
  private:
   static constexpr size_t kNone = ~size_t(0);
 
-  // num_batches_tracked += 1, as PyTorch counts every training forward. It
-  // is a host-side read-modify-write (an integer scalar), not an op.
+  // num_batches_tracked += 1, as PyTorch counts every training forward: a
+  // host-side read-modify-write of the integer scalar, except in a step
+  // being captured (mixp_graph), where the host reads nothing and the count
+  // advances on the device at every replay (through F64, exact below 2^53,
+  // which autocast leaves alone). (The ops would be refused inside a
+  // checkpoint region, which cannot recompute an in-place write.)
   void count_batch() {
     const TensorPtr &c = buffer_slot(count_);
+    mixp_session *s = mixp_tensor_session(c.get());
+    if (s->capture) {
+      TensorPtr wide = nn::call(mixp_cast, c.get(), MIXP_F64);
+      TensorPtr next = nn::call(mixp_add_scalar, wide.get(), 1.0);
+      nn::check(mixp_tensor_copy_(c.get(), next.get()));
+      return;
+    }
     int64_t n = 0;
     nn::check(mixp_tensor_to_host(c.get(), &n, sizeof n));
-    TensorPtr next = nn::full_tensor(mixp_tensor_session(c.get()), MIXP_I64, nullptr, 0,
-                                     double(n + 1));
+    TensorPtr next = nn::full_tensor(s, MIXP_I64, nullptr, 0, double(n + 1));
     nn::check(mixp_tensor_copy_(c.get(), next.get()));
   }
 

@@ -8,6 +8,7 @@
 #include "autograd/node.hpp"
 #include "backend/backend.hpp"
 #include "core/error.hpp"
+#include "core/step_capture.hpp"
 #include "ops/ops.hpp"
 #include "ops/profile.hpp"
 #include "backend/optimizer_args.hpp"
@@ -173,6 +174,8 @@ std::vector<Work> prepare_work(Optimizer &opt, const char *fn) {
     const DType sd = state_dtype_for(opt.options, p.dtype);
     // Zeros even for SGD's momentum (whose first update overwrites it): a
     // first step skipped on the device must leave defined state behind.
+    // New state is made once, not at every replay of a captured step.
+    CapturePause made_once(s->capture);
     if (need_buf1 && !w.buf1) w.buf1 = zeros(s, sd, shape_of(p));
     if (!sgd && !w.buf2) w.buf2 = zeros(s, sd, shape_of(p));
     if (!w.step) w.step = zeros(s, MIXP_F64, Shape{});
@@ -236,6 +239,25 @@ void run_kernels(const Optimizer &opt, const std::vector<ParamArgs> &args, doubl
   }
 }
 
+// A captured step (core/step_capture.hpp): the update runs now and at every
+// replay as a host step, which takes the learning rate of the step count
+// then, advances the count and shifts the stochastic-rounding offsets, as
+// an eager step would.
+void captured_kernels(Optimizer &opt, const std::vector<ParamArgs> &args, const float *skip) {
+  std::vector<const void *> uses{skip};
+  for (const ParamArgs &p : args)
+    for (const void *q : std::initializer_list<const void *>{p.param, p.master, p.grad, p.step, p.buf1, p.buf2})
+      if (q) uses.push_back(q);
+  Optimizer *o = &opt;
+  opt.session->capture->host_step(opt.identity, "an optimizer", std::move(uses), [o, args, skip](uint64_t shift) {
+    std::vector<ParamArgs> now = args;
+    for (ParamArgs &p : now)
+      if (p.stochastic) p.offset += shift;
+    run_kernels(*o, now, o->current_lr(), skip);
+    o->advance();
+  });
+}
+
 // Writes strided parameters back and keeps the (possibly new) state.
 void commit_work(Session *s, std::vector<Work> &work) {
   for (Work &w : work) {
@@ -262,12 +284,20 @@ void mixp_optimizer::step(const char *fn) {
   apply_threads(s);
   const float *skip = found_inf ? found_inf->data_as<const float>() : nullptr;
   const std::vector<optim::ParamArgs> args = optim::kernel_args(*this, work);
-  optim::run_kernels(*this, args, lr, skip);
+  if (s->capture) {
+    optim::captured_kernels(*this, args, skip);
+  } else {
+    optim::run_kernels(*this, args, lr, skip);
+    advance();
+  }
   optim::commit_work(s, work);
   if (found_inf) s->backend->fill(view_of(*found_inf), 0.0);
   skip_agreed = false;
+}
+
+void mixp_optimizer::advance() noexcept {
   ++step_count;
-  ++s->numerics_step;  // the numerics checker's step range counts optimizer steps
+  ++session->numerics_step;  // the numerics checker's step range counts optimizer steps
 }
 
 std::vector<double> mixp_optimizer::grad_underflow(double smallest_normal) const {

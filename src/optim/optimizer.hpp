@@ -95,6 +95,9 @@ struct mixp_optimizer {
   // none is; when found_inf is set on the device, the kernels skip and every
   // parameter, master and state buffer stays bit-identical.
   void step(const char *fn);
+  // What every step does on the host once its update is queued: step_count
+  // (the schedule's clock) and the session's numerics step advance.
+  void advance() noexcept;
   // Makes found_inf the same on every rank (MAX) before a step reads it, so
   // that every rank skips the same steps. No-op without agree_max.
   void agree_on_skip();

@@ -20,6 +20,7 @@ explains them:
     data       core, backend
     state      everything above except api
     dist       optim, nn and below    (collectives, data parallelism)
+    graph      core, backend          (captured steps: the recorder and replay)
     api        everything
 
 tools/, bindings/ and examples/ include the public header only.
@@ -49,6 +50,7 @@ ALLOWED = {
     "data": {"core", "backend", "data"},
     "state": BELOW_OPS | {"ops", "optim", "nn", "models", "amp", "data", "state"},
     "dist": BELOW_OPS | {"ops", "optim", "nn", "dist"},
+    "graph": {"core", "backend", "graph"},
     "api": None,  # anything
 }
 

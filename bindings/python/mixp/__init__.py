@@ -38,6 +38,7 @@ from . import dist
 from .state import save_state, load_state
 from .trace import trace, Trace
 from .profile import profile, Profile
+from .graph import graph, Graph
 from .functional import (matmul, relu, gelu, gelu_tanh, sigmoid, tanh, softmax, log_softmax, cross_entropy,
                          mse_loss, cat, split)
 
@@ -65,5 +66,5 @@ __all__ = [
     "no_grad", "Tensor", "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "arange", "rand",
     "randn", "functional", "nn", "optim", "amp", "data", "dist", "matmul", "relu", "gelu", "gelu_tanh", "sigmoid",
     "tanh", "softmax", "log_softmax", "cross_entropy", "mse_loss", "cat", "split", "build_info",
-    "ops", "save_state", "load_state", "trace", "Trace", "profile", "Profile", "__version__",
+    "ops", "save_state", "load_state", "trace", "Trace", "profile", "Profile", "graph", "Graph", "__version__",
 ]
