@@ -104,7 +104,7 @@ extern "C" {
 /** Major version: bumped on any ABI-breaking change (it is the SONAME). */
 #define MIXP_VERSION_MAJOR 0
 /** Minor version: bumped when functions or struct fields are added. */
-#define MIXP_VERSION_MINOR 8
+#define MIXP_VERSION_MINOR 9
 /** Patch version: bumped for fixes that change no interface. */
 #define MIXP_VERSION_PATCH 0
 /** The version as one comparable number: major*10000 + minor*100 + patch. */
