@@ -23,9 +23,16 @@ void Recorder::touch(const void *p) {
 
 void *Recorder::allocate(size_t nbytes) {
   void *p = real_->allocate(nbytes);
+  std::lock_guard<std::mutex> lock(mem_mu_);
   if (!paused_) {
-    blocks_[static_cast<char *>(p)] = out_.memory.blocks.size();
-    out_.memory.blocks.push_back(GraphMemory::Block{static_cast<char *>(p), nbytes, true});
+    try {
+      blocks_[static_cast<char *>(p)] = out_.memory.blocks.size();
+      out_.memory.blocks.push_back(GraphMemory::Block{static_cast<char *>(p), nbytes, true});
+    } catch (...) {
+      blocks_.erase(static_cast<char *>(p));
+      real_->deallocate(p, nbytes);
+      throw;
+    }
   }
   return p;
 }
@@ -34,6 +41,7 @@ void *Recorder::allocate(size_t nbytes) {
 // graph's, so no later call of the step can get the same block.
 void Recorder::deallocate(void *p, size_t nbytes) noexcept {
   char *c = static_cast<char *>(p);
+  std::lock_guard<std::mutex> lock(mem_mu_);
   auto it = blocks_.find(c);
   if (it != blocks_.end()) {
     out_.memory.blocks[it->second].held = false;
@@ -86,6 +94,7 @@ void Recorder::upload_constant(void *dst, const void *src, size_t n) {
 }
 
 std::unique_ptr<Backend> Recorder::finish(Recording *out) {
+  std::lock_guard<std::mutex> lock(mem_mu_);
   GraphMemory &m = out_.memory;
   std::sort(m.blocks.begin(), m.blocks.end(),
             [](const GraphMemory::Block &a, const GraphMemory::Block &b) { return a.p < b.p; });

@@ -19,6 +19,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -160,6 +161,9 @@ class Recorder final : public Backend, public StepCapture {
   std::unique_ptr<Backend> real_;
   uint64_t seed_, rng_begin_;
   Recording out_;
+  // Storage may be released on any thread (garbage collectors): the block
+  // bookkeeping below is under mem_mu_.
+  std::mutex mem_mu_;
   std::unordered_map<char *, size_t> blocks_;  // address -> index in out_.memory.blocks
   int paused_ = 0;
 };

@@ -483,6 +483,17 @@ static void test_replay_misuse(void **state) {
   MT_OK(mixp_graph_capture_abort(g.s));
   MT_OK(mixp_graph_replay(graph));
 
+  /* A refilled input the step checks (a target out of range): the replay
+   * fails as the eager op would, and replays again once it is fixed. */
+  const int64_t bad[B] = {0, 99, 0, 0}, nb[1] = {B};
+  mixp_tensor *bt = NULL;
+  MT_OK(mixp_tensor_from_host(g.s, bad, sizeof bad, MIXP_I64, nb, 1, &bt));
+  MT_OK(mixp_tensor_copy_(g.t[0], bt));
+  mixp_tensor_release(bt);
+  MT_FAILS2(mixp_graph_replay(graph), MIXP_ERR_INVALID_ARGUMENT, "mixp_graph_replay:", "out of range");
+  refill(&g, &kSmall, 2);
+  MT_OK(mixp_graph_replay(graph));
+
   /* The loss the step made keeps a valid handle after the host released
    * its own: replays go on, the memory stays the graph's. */
   mixp_tensor_release(g.loss);

@@ -179,4 +179,33 @@ public final class Session extends NativeHandle {
     }
     return new Profile(out[0]);
   }
+
+  /** Starts capturing the training step the session runs next ({@link Graph}). */
+  public void graphCaptureBegin() {
+    try {
+      mixp.mixp_graph_capture_begin(ptr());
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** @return the step captured since {@link #graphCaptureBegin()} (owned: close it) */
+  public Graph graphCaptureEnd() {
+    long[] out = new long[1];
+    try {
+      mixp.mixp_graph_capture_end(ptr(), out);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+    return new Graph(out[0]);
+  }
+
+  /** Ends the capture without a graph (the step ran as an eager step). */
+  public void graphCaptureAbort() {
+    try {
+      mixp.mixp_graph_capture_abort(ptr());
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
 }
