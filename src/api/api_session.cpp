@@ -121,7 +121,8 @@ mixp_status mixp_session_set_cudnn(mixp_session *session, int benchmark, int det
   const char *fn = "mixp_session_set_cudnn";
   return guard(fn, [&] {
     Session *s = check_session(session, fn);
-    if (benchmark != 0 && benchmark != 1) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": benchmark must be 0 or 1, got ", benchmark);
+    if (benchmark != 0 && benchmark != 1)
+      fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": benchmark must be 0 or 1, got ", benchmark);
     if (deterministic != 0 && deterministic != 1)
       fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": deterministic must be 0 or 1, got ", deterministic);
     s->cudnn_benchmark = benchmark != 0;

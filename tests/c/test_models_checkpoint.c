@@ -393,7 +393,7 @@ static void test_config_key(void **state) {
            "key 'checkpoint' is given twice");
   /* the key is listed among the known ones */
   MT_FAILS(mixp_model_create(s, "mobilenet_v3 checkpointing=1", &m), MIXP_ERR_INVALID_ARGUMENT,
-           "dtype, checkpoint)");
+           "dtype, checkpoint, channels_last)");
   assert_null(m);
   mixp_session_destroy(s);
 }
