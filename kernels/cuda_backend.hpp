@@ -115,6 +115,8 @@ class CudaBackend final : public Backend,
   void count_values(const View &x, double tiny_below, double huge_from, ValueCounts *out) override;
 
   void gemm(const GemmArgs &args) override;
+  // gemm.cu: the bias gradient folded into the weight gradient (BGRADB).
+  bool gemm_row_sums(const GemmArgs &args, void *row_sums) override;
 
   void non_finite_check_and_unscale(const View *grads, int n, const View &found_inf,
                                     const View &inv_scale) override;
