@@ -117,6 +117,8 @@ class CudaBackend final : public Backend,
 
   void gemm(const GemmArgs &args) override;
   void scaled_gemm(const ScaledGemmArgs &args) override;  // scaled_gemm.cu (cuBLASLt FP8, sm_89+)
+  // gemm.cu: the bias gradient folded into the weight gradient (BGRADB).
+  bool gemm_row_sums(const GemmArgs &args, void *row_sums) override;
 
   void non_finite_check_and_unscale(const View *grads, int n, const View &found_inf,
                                     const View &inv_scale) override;

@@ -132,6 +132,8 @@ struct GemmForm {
   // that is a view at another offset gets the plain product and a separate
   // bias kernel instead.
   bool fused_bias;
+  // gemm_row_sums: the BGRADB epilogue writes the row sums of mixp's A.
+  bool row_sums = false;
 };
 
 GemmForm form_of(const GemmArgs &g) {
@@ -155,7 +157,7 @@ GemmForm form_of(const GemmArgs &g) {
 GemmKey key_of(const GemmArgs &g, const GemmForm &f) {
   GemmKey key;
   key.v = {int64_t(g.dtype) | int64_t(f.tf32) << 8 | int64_t(f.la.op) << 9 | int64_t(f.lb.op) << 11 |
-               int64_t(f.fused_bias) << 13,
+               int64_t(f.fused_bias) << 13 | int64_t(f.row_sums) << 14,
            g.batch, g.m, g.n, g.k, f.la.ld, f.lb.ld, f.lc.ld,
            g.batch > 1 ? g.b_batch : 0, g.batch > 1 ? g.a_batch : 0, g.batch > 1 ? g.c_batch : 0,
            alignment(g.a) | alignment(g.b) << 8 | alignment(g.c) << 16,
@@ -170,10 +172,12 @@ void describe_matmul(GemmPlan &p, const GemmForm &f) {
                                                    sizeof f.la.op));
   MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &f.lb.op,
                                                    sizeof f.lb.op));
-  if (!f.fused_bias) return;
+  if (!f.fused_bias && !f.row_sums) return;
   // The bias has one entry per row of the column-major D, i.e. per column j
-  // of mixp's C, shared by every batch.
-  cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_BIAS;
+  // of mixp's C, shared by every batch. BGRADB's vector has one per column
+  // of D (row of mixp's C): the sums over k of cuBLASLt's B, which is
+  // mixp's A transposed, i.e. the row sums of A.
+  cublasLtEpilogue_t ep = f.row_sums ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_BIAS;
   MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep,
                                                    sizeof ep));
   cudaDataType_t bt = f.dt;
@@ -234,6 +238,10 @@ int fastest_candidate(CudaBackend &be, const GemmPlan &p, const GemmArgs &g, con
   CudaBackend::Libs &L = be.libs();
   const int64_t extent = (g.batch - 1) * g.c_batch + (g.m - 1) * f.lc.ld + g.n;
   Scratch d(be, size_t(extent) * dtype_size(g.dtype));
+  Scratch sums(be, f.row_sums ? size_t(g.m) * dtype_size(g.dtype) : 0);
+  if (f.row_sums)
+    MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                     &sums.p, sizeof sums.p));
   const double alpha_d = g.alpha, beta_d = g.beta;
   const float alpha_f = g.alpha, beta_f = g.beta;
   const void *alpha = f.f64 ? static_cast<const void *>(&alpha_d) : &alpha_f;
@@ -352,6 +360,29 @@ void CudaBackend::gemm(const GemmArgs &g) {
   }
   // A bias the epilogue did not add (no plan, or an unaligned bias).
   if (g.bias && !(p.op && f.fused_bias)) beta_bias(*this, g, true, 1.0);
+}
+
+// BGRADB: F16/BF16/F32 single products whose row-sum vector cuBLASLt's
+// vectorised epilogue can write; a layout without such a kernel (the
+// heuristic finds none) is declined and cached as such.
+bool CudaBackend::gemm_row_sums(const GemmArgs &g, void *row_sums) {
+  if (g.batch != 1 || g.bias || g.m <= 0 || g.n <= 0 || g.k <= 0 || g.dtype == MIXP_F64 ||
+      alignment(row_sums) < 16)
+    return false;
+  Libs &L = libs();
+  GemmForm f = form_of(g);
+  f.row_sums = true;
+  const GemmKey key = key_of(g, f);
+  auto it = L.gemm_plans.find(key);
+  if (it == L.gemm_plans.end()) it = L.gemm_plans.emplace(key, make_plan(*this, g, f)).first;
+  const GemmPlan &p = it->second;
+  if (!p.op) return false;
+  const float alpha = g.alpha, beta = g.beta;
+  MIXP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                   &row_sums, sizeof row_sums));
+  MIXP_CUBLAS_CHECK(cublasLtMatmul(L.lt, p.op, &alpha, g.b, p.a, g.a, p.b, &beta, g.c, p.c, g.c, p.c,
+                                   &p.algo, L.workspace, p.workspace, stream()));
+  return true;
 }
 
 }  // namespace mixp::cuda

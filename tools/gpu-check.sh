@@ -404,7 +404,7 @@ phase_fused() {
   [ -n "$PY" ] && py=(--python "$PY")
   say "== cuDNN attention and the CUDA suites it touches"
   ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 240 -j4 \
-    -R '^(test_cuda_attention|cuda_test_flash_attention|test_cuda_parity_ops|cuda_test_norm|cuda_test_reduce|cuda_test_layers)$' \
+    -R '^(test_cuda_attention|cuda_test_flash_attention|test_cuda_parity_ops|cuda_test_norm|cuda_test_reduce|cuda_test_layers|cuda_test_matmul)$' \
     > "$LOG/fused-tests.txt" 2>&1 || rc=1
   report "- suites: $(grep -E 'tests passed|tests failed' "$LOG/fused-tests.txt" | tail -1)"
   report '```'; grep -E '^device:|kept [0-9]+ of|fused error|\*\*\*(Failed|Skipped)' "$LOG/fused-tests.txt" >> "$REPORT"; report '```'

@@ -70,7 +70,8 @@ namespace mixp {
 // and device_memory/reset_device_memory_peak. v11: the required core and the optional
 // capabilities DeviceCollectives, DeviceTimer and DeviceMemoryStats split; the declinable
 // kernels attention_forward/backward. v12: Conv2dGeom.benchmark/deterministic; relu's
-// backward formula reads its output; scaled_gemm, ScaledGemmArgs; the fp8 dtypes.)
+// backward formula reads its output; scaled_gemm, ScaledGemmArgs; the fp8 dtypes; the
+// declinable kernel gemm_row_sums.)
 inline constexpr uint32_t kBackendAbiVersion = 12;
 
 // What Backend::count_values returns.
@@ -474,6 +475,17 @@ class Backend {
   }
   virtual bool attention_backward(const AttentionArgs &a) {
     (void)a;
+    return false;
+  }
+  // A product with the row sums of A folded in: args.c = A x B as gemm()
+  // computes it (batch 1, no bias), and row_sums (m contiguous elements of
+  // args.dtype, overwritten) = sum_l A[i, l] accumulated in fp32 (fp64 for
+  // F64). A linear layer's weight gradient dY^T X with its bias gradient
+  // (the row sums of dY^T) in one pass, where the library has an epilogue
+  // for it (cuBLASLt's BGRADB); false, having written nothing, otherwise.
+  virtual bool gemm_row_sums(const GemmArgs &args, void *row_sums) {
+    (void)args;
+    (void)row_sums;
     return false;
   }
 };

@@ -78,13 +78,45 @@ struct MatmulNode : Node {
   }
 };
 
+// A linear layer's weight and bias gradients in one product, where the
+// backend folds the bias gradient (the row sums of gy^T) into the weight
+// gradient's GEMM (Backend::gemm_row_sums); false, having computed nothing,
+// where it declines (the CPU always does), and LinearNode computes the two
+// apart as before. gy^T is handed over through gy's strides: no view op,
+// so a declined call leaves op statistics and profiles as they were.
+bool folded_weight_bias_grads(const TensorPtr &gy, const TensorPtr &x, TensorPtr *gw, TensorPtr *gb) {
+  if (gy->dtype != x->dtype || gy->ndim != 2 || x->ndim != 2 || gy->shape[0] == 0) return false;
+  if (!gemm_addressable(*gy) || !gemm_addressable(*x)) return false;
+  Session *s = gy->session.get();
+  TensorPtr w_grad = empty(s, gy->dtype, Shape{gy->shape[1], x->shape[1]});
+  TensorPtr b_grad = empty(s, gy->dtype, Shape{gy->shape[1]});
+  GemmArgs g;
+  g.dtype = gy->dtype;
+  g.m = gy->shape[1];
+  g.n = x->shape[1];
+  g.k = gy->shape[0];
+  g.a = gy->data();
+  matrix_strides(*gy, &g.a_cs, &g.a_rs);  // gy's (row, column) strides are gy^T's (column, row)
+  if (g.m == 1) g.a_rs = 1;
+  g.b = x->data();
+  matrix_strides(*x, &g.b_rs, &g.b_cs);
+  g.c = w_grad->data();
+  g.c_rs = g.n;
+  g.allow_tf32 = tf32_enabled(s);
+  if (!backend_of(*gy).gemm_row_sums(g, b_grad->data())) return false;
+  *gw = w_grad;
+  *gb = b_grad;
+  return true;
+}
+
 struct LinearNode : Node {
   using Node::Node;
   TensorPtr x, w;  // detached; x is [N, in]
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &g) override {
     std::vector<TensorPtr> r(3);
-    if (needs_grad(0)) r[0] = matmul(g[0], w);                     // [N,out] x [out,in]
-    if (needs_grad(1)) r[1] = matmul(transpose(g[0], 0, 1), x);    // [out,N] x [N,in]
+    if (needs_grad(0)) r[0] = matmul(g[0], w);  // [N,out] x [out,in]
+    if (needs_grad(1) && needs_grad(2) && folded_weight_bias_grads(g[0], x, &r[1], &r[2])) return r;
+    if (needs_grad(1)) r[1] = matmul(transpose(g[0], 0, 1), x);  // [out,N] x [N,in]
     if (needs_grad(2)) r[2] = sum(g[0], {0}, false);
     return r;
   }

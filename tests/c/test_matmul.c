@@ -685,6 +685,52 @@ static void test_large_f32(void **state) {
   free(tmp);
 }
 
+/* linear's weight and bias gradients. On the CPU, which declines folding
+ * the bias gradient into the weight gradient's GEMM (gemm_row_sums), they
+ * are bit for bit the separate product gy^T x and column sum of gy; a
+ * device that folds them (CUDA: cuBLASLt's BGRADB epilogue) may add in
+ * another order: each is an N-term fp32 sum of products of values in
+ * [-1, 1], rounded once to the dtype, so within N^2 2^-24 + 2u |want|. */
+static void test_linear_weight_bias_grads(void **state) {
+  mixp_session *s = (mixp_session *)*state;
+  enum { N = 37, IN = 24, OUT = 16 };
+  double xv[N * IN], wv[OUT * IN], bv[OUT], gv[N * OUT];
+  mt_fill(xv, N * IN, -1, 1, 40);
+  mt_fill(wv, OUT * IN, -1, 1, 41);
+  mt_fill(bv, OUT, -1, 1, 42);
+  mt_fill(gv, N * OUT, -1, 1, 43);
+  const mixp_dtype dts[3] = {MIXP_F32, MIXP_BF16, MIXP_F16};
+  for (int d = 0; d < 3; ++d) {
+    const int64_t xs[2] = {N, IN}, ws[2] = {OUT, IN}, bs[1] = {OUT}, gs[2] = {N, OUT};
+    mixp_tensor *x = mt_tensor(s, dts[d], xv, xs, 2), *w = mt_tensor(s, dts[d], wv, ws, 2);
+    mixp_tensor *b = mt_tensor(s, dts[d], bv, bs, 1), *gy = mt_tensor(s, dts[d], gv, gs, 2);
+    MT_OK(mixp_tensor_set_requires_grad(w, 1));
+    MT_OK(mixp_tensor_set_requires_grad(b, 1));
+    mixp_tensor *y = NULL, *gyt = NULL, *rw = NULL, *rb = NULL;
+    MT_OK(mixp_linear(x, w, b, &y));
+    MT_OK(mixp_backward(y, gy));
+    MT_OK(mixp_transpose(gy, 0, 1, &gyt));
+    MT_OK(mixp_matmul(gyt, x, &rw));
+    const int dim0 = 0;
+    MT_OK(mixp_sum(gy, &dim0, 1, 0, &rb));
+    double *gw = mt_grad_values(w), *gb = mt_grad_values(b), *ww = mt_values(rw), *wb = mt_values(rb);
+    if (mt_on_cpu()) {
+      assert_memory_equal(gw, ww, sizeof(double) * OUT * IN);
+      assert_memory_equal(gb, wb, sizeof(double) * OUT);
+    } else {
+      const double u = dts[d] == MIXP_F32 ? ldexp(1.0, -24) : ldexp(1.0, dts[d] == MIXP_F16 ? -11 : -8);
+      mt_assert_close(gw, ww, OUT * IN, N * N * ldexp(1.0, -24), 2.0 * u);
+      mt_assert_close(gb, wb, OUT, N * N * ldexp(1.0, -24), 2.0 * u);
+    }
+    free(gw);
+    free(gb);
+    free(ww);
+    free(wb);
+    mixp_tensor *objs[8] = {x, w, b, gy, y, gyt, rw, rb};
+    for (int i = 0; i < 8; ++i) mixp_tensor_release(objs[i]);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul_2d),
@@ -695,6 +741,7 @@ int main(void) {
       cmocka_unit_test(test_matmul_batched),
       cmocka_unit_test(test_bmm),
       cmocka_unit_test(test_linear),
+      cmocka_unit_test(test_linear_weight_bias_grads),
       cmocka_unit_test(test_matmul_errors),
       cmocka_unit_test(test_matmul_empty),
       cmocka_unit_test(test_gradients),
