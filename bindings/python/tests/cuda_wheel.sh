@@ -59,7 +59,7 @@ runpath=$(readelf -d "$so" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
 readelf -d "$so" | grep -q '(RPATH)' && fail "the plugin has a DT_RPATH"
 for lib in $(readelf -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
   case $lib in
-    libcublasLt.so.13|libcublas.so.13|libcudnn.so.9) ;;
+    libcublasLt.so.13|libcublas.so.13|libcudnn.so.9|libnvrtc.so.13) ;;
     libstdc++.so.6|libgcc_s.so.1|libc.so.6|libm.so.6|ld-linux-x86-64.so.2|libdl.so.2|libpthread.so.0|librt.so.1) ;;
     *) fail "the plugin links $lib, which neither NVIDIA's wheels nor manylinux provide" ;;
   esac
@@ -69,7 +69,7 @@ echo "RUNPATH: $runpath"
 
 # 3. auditwheel: NVIDIA's libraries stay in their wheels, nothing vendored.
 "$python" -m auditwheel repair --exclude libcublas.so.13 --exclude libcublasLt.so.13 \
-  --exclude libcudnn.so.9 -w "$work/repaired" "$whl" >"$work/repair.log" 2>&1 ||
+  --exclude libcudnn.so.9 --exclude libnvrtc.so.13 -w "$work/repaired" "$whl" >"$work/repair.log" 2>&1 ||
   { cat "$work/repair.log"; fail "auditwheel repair failed"; }
 fixed=$(ls "$work"/repaired/mixp_cuda13-*.whl) || fail "no repaired wheel"
 case $(basename "$fixed") in *manylinux*) ;; *) fail "repaired wheel has no manylinux tag: $fixed" ;; esac
@@ -97,7 +97,10 @@ assert mixp.__file__.startswith(venv) and mixp_cuda13.__file__.startswith(venv)
 info = mixp.build_info()
 assert "cuda plugin: " + mixp_cuda13.plugin_path() in info, info
 ldd = subprocess.run(["ldd", mixp_cuda13.plugin_path()], capture_output=True, text=True).stdout
-for lib in ("libcublasLt.so.13", "libcublas.so.13", "libcudnn.so.9"):
+needed = subprocess.run(["readelf", "-d", mixp_cuda13.plugin_path()], capture_output=True, text=True).stdout
+for lib in ("libcublasLt.so.13", "libcublas.so.13", "libcudnn.so.9", "libnvrtc.so.13"):
+    if lib not in needed:
+        continue  # libnvrtc only when built with the cuDNN frontend
     line = next(l for l in ldd.splitlines() if lib in l)
     assert "=> " + venv in line and "/usr/local/cuda" not in line, line
 found = sorted({os.path.dirname(os.path.realpath(l.split("=>")[1].split()[0]))
