@@ -1373,7 +1373,7 @@ MIXP_API mixp_status mixp_linear(const mixp_tensor *x, const mixp_tensor *weight
 /** Flag of mixp_scaled_matmul(): let the device accumulate with fewer bits
  *  where it can (cuBLASLt's fast accumulation on the GPU; the CPU ignores
  *  it). Faster; no longer exact up to fp32 accumulation. */
-#define MIXP_SCALED_MATMUL_FAST_ACCUM 1u
+#define MIXP_SCALED_MATMUL_FAST_ACCUM 1
 
 /** (scaled_matmul) The product of two fp8 matrices with per-tensor scales
  *  (since 0.9), Transformer Engine's and torch._scaled_mm's GEMM:

@@ -90,6 +90,7 @@ class BareBackend final : public Backend {
     unreachable("count_values");
   }
   void gemm(const GemmArgs &) override { unreachable("gemm"); }
+  void scaled_gemm(const ScaledGemmArgs &) override { unreachable("scaled_gemm"); }
   void non_finite_check_and_unscale(const View *, int, const View &, const View &) override {
     unreachable("non_finite_check_and_unscale");
   }
