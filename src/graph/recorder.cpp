@@ -150,6 +150,15 @@ bool Recorder::attention_backward(const AttentionArgs &a) {
   return true;
 }
 
+// Like fused attention, a declinable kernel: kept only when the device took it.
+bool Recorder::gemm_row_sums(const GemmArgs &args, void *row_sums) {
+  if (!real_->gemm_row_sums(args, row_sums)) return false;
+  if (paused_) return true;
+  touch(args.a), touch(args.b), touch(args.c), touch(args.bias), touch(row_sums);
+  out_.calls.emplace_back([args, row_sums](Backend &b, const Replay &) { b.gemm_row_sums(args, row_sums); });
+  return true;
+}
+
 // The optimizers' kernels reach the recorder only from outside a host step
 // (the optimizer itself steps through StepCapture::host_step, which runs
 // them unrecorded): recorded with their stochastic-rounding offsets shifted.

@@ -106,6 +106,7 @@ class Recorder final : public Backend, public StepCapture {
   void dropout_mask(const View &mask, double p, uint64_t seed, uint64_t offset) override;
   void count_values(const View &x, double tiny_below, double huge_from, ValueCounts *out) override;
   void gemm(const GemmArgs &args) override;
+  void scaled_gemm(const ScaledGemmArgs &args) override;
   void non_finite_check_and_unscale(const View *grads, int n, const View &found_inf,
                                     const View &inv_scale) override;
   void update_scale(const ScaleUpdate &u) override;
@@ -143,6 +144,7 @@ class Recorder final : public Backend, public StepCapture {
   DeviceMemoryStats *memory_stats() noexcept override { return real_->memory_stats(); }
   bool attention_forward(const AttentionArgs &a) override;
   bool attention_backward(const AttentionArgs &a) override;
+  bool gemm_row_sums(const GemmArgs &args, void *row_sums) override;
 
  private:
   // Runs f on the real backend now, then keeps it for the replays (unless

@@ -113,6 +113,12 @@ void Recorder::gemm(const GemmArgs &args) {
   record([=](Backend &b, const Replay &) { b.gemm(args); });
 }
 
+void Recorder::scaled_gemm(const ScaledGemmArgs &args) {
+  for (const View *v : {&args.a, &args.b, &args.scale_a, &args.scale_b, &args.bias, &args.d, &args.amax})
+    touch(*v);
+  record([=](Backend &b, const Replay &) { b.scaled_gemm(args); });
+}
+
 void Recorder::non_finite_check_and_unscale(const View *grads, int n, const View &found_inf,
                                             const View &inv_scale) {
   const std::vector<View> gs = views(grads, n);
