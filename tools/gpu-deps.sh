@@ -8,9 +8,10 @@
 #
 # DIR defaults to gpu-deps/ in the repository, which .gitignore ignores, so
 # the device tool can carry it (`carry: ["gpu-deps"]`). Fetching needs no
-# root: `apt-get download` writes the .deb files (~8 MB) into DIR with a
-# SHA256SUMS beside them. Unpacking uses `dpkg-deb -x` (or ar + tar where
-# dpkg is missing) into PREFIX, never into /: point the build at it with
+# root: `apt-get download` writes the .deb files (~8 MB) and pip the cuDNN
+# frontend wheel (~11 MB) into DIR with a SHA256SUMS beside them. Unpacking
+# uses `dpkg-deb -x` (or ar + tar where dpkg is missing) into PREFIX, never
+# into /: point the build at it with
 # MIXP_DEPS_PREFIX=PREFIX (tools/gpu-check.sh does, and unpacks for you
 # when given MIXP_DEPS_DEBS=DIR).
 #
