@@ -373,7 +373,8 @@ MIXP_API int mixp_session_tf32(const mixp_session *session);
 
 /**
  * Sets how convolutions choose their algorithm (see
- * mixp_session_options::cudnn_benchmark and ::cudnn_deterministic): for the
+ * mixp_session_options::cudnn_benchmark and
+ * mixp_session_options::cudnn_deterministic): for the
  * convolutions that run after the call; each choice is kept for the session.
  * MIXP_CUDNN_BENCHMARK and MIXP_CUDNN_DETERMINISTIC in the environment
  * (read when the session was created), when set, win. Since 0.9.
