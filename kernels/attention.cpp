@@ -74,20 +74,7 @@ bool worth_asking(const AttentionArgs &a) {
   return true;
 }
 
-struct AttentionKey {
-  std::array<int64_t, 24> v{};
-  bool operator==(const AttentionKey &o) const noexcept { return v == o.v; }
-};
-struct AttentionKeyHash {
-  size_t operator()(const AttentionKey &k) const noexcept {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over the words
-    for (int64_t x : k.v) {
-      h ^= uint64_t(x);
-      h *= 1099511628211ull;
-    }
-    return size_t(h);
-  }
-};
+using AttentionKey = PlanKey<24>;
 
 int64_t bits_of(double x) {
   int64_t b;
@@ -225,7 +212,7 @@ void execute(CudaBackend &be, const AttentionArgs &a, const fe::graph::Graph &g,
 }  // namespace
 
 struct AttentionPlans {
-  std::unordered_map<AttentionKey, AttentionPlan, AttentionKeyHash> plans;
+  std::unordered_map<AttentionKey, AttentionPlan, PlanKeyHash> plans;
 };
 
 namespace {

@@ -33,16 +33,18 @@ namespace mixp::cuda {
       ::mixp::cuda::fail_cudnn(mixp_st_, #call, __FILE__, __LINE__);                     \
   } while (0)
 
-// One cached cuBLASLt plan: everything that depends only on the problem's
-// shape, dtypes, layouts, epilogue and pointer alignments (the key), so the
-// heuristic query runs once per distinct GEMM.
-struct GemmKey {
-  std::array<int64_t, 16> v{};
-  bool operator==(const GemmKey &o) const noexcept { return v == o.v; }
+// The key of a cached plan (cuBLASLt GEMMs, cuDNN convolutions, fused
+// attention): the N words a plan depends on (shape, dtypes, layouts, flags,
+// pointer alignments), compared whole and hashed FNV-1a.
+template <size_t N>
+struct PlanKey {
+  std::array<int64_t, N> v{};
+  bool operator==(const PlanKey &o) const noexcept { return v == o.v; }
 };
-struct GemmKeyHash {
-  size_t operator()(const GemmKey &k) const noexcept {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over the words
+struct PlanKeyHash {
+  template <size_t N>
+  size_t operator()(const PlanKey<N> &k) const noexcept {
+    uint64_t h = 1469598103934665603ull;
     for (int64_t x : k.v) {
       h ^= uint64_t(x);
       h *= 1099511628211ull;
@@ -50,6 +52,11 @@ struct GemmKeyHash {
     return size_t(h);
   }
 };
+
+// One cached cuBLASLt plan: everything that depends only on the problem's
+// shape, dtypes, layouts, epilogue and pointer alignments (the key), so the
+// heuristic query runs once per distinct GEMM.
+using GemmKey = PlanKey<16>;
 struct GemmPlan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
@@ -62,20 +69,7 @@ struct GemmPlan {
 // workspace size, keyed by geometry, dtype, layout, direction and the
 // session's choice mode (benchmark, deterministic), so nothing is rebuilt
 // or queried per call.
-struct ConvKey {
-  std::array<int64_t, 22> v{};
-  bool operator==(const ConvKey &o) const noexcept { return v == o.v; }
-};
-struct ConvKeyHash {
-  size_t operator()(const ConvKey &k) const noexcept {
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t x : k.v) {
-      h ^= uint64_t(x);
-      h *= 1099511628211ull;
-    }
-    return size_t(h);
-  }
-};
+using ConvKey = PlanKey<22>;
 
 // The fused attention's cached cuDNN frontend plans (attention.cpp; only
 // that file sees the frontend's types).
@@ -101,8 +95,8 @@ struct CudaBackend::Libs {
   // elsewhere; plain cudaMalloc, outside the pool and its statistics.
   void *workspace = nullptr;
   size_t workspace_bytes = 0;
-  std::unordered_map<GemmKey, GemmPlan, GemmKeyHash> gemm_plans;
-  std::unordered_map<ConvKey, ConvPlan, ConvKeyHash> conv_plans;
+  std::unordered_map<GemmKey, GemmPlan, PlanKeyHash> gemm_plans;
+  std::unordered_map<ConvKey, ConvPlan, PlanKeyHash> conv_plans;
   std::shared_ptr<AttentionPlans> attention;  // null until the first fused attention
 
   // Pinned staging for host->device copies (the data loader's batches): a
