@@ -175,8 +175,11 @@ std::vector<optim::ParamArgs> shifted(std::vector<optim::ParamArgs> ps, const Re
 
 }  // namespace
 
-void Recorder::sgd_step(const optim::ParamArgs *params, int count, const optim::SgdArgs &args,
-                        const float *found_inf) {
+// Both steps: every pointer of every parameter touched, the list kept, and
+// each replay calls `step` with the stochastic-rounding offsets shifted.
+template <class Step>
+void Recorder::record_optimizer_step(const optim::ParamArgs *params, int count, const float *found_inf,
+                                     Step step) {
   std::vector<optim::ParamArgs> ps(params, params + count);
   for (const optim::ParamArgs &p : ps)
     for (const void *q : std::initializer_list<const void *>{p.param, p.master, p.grad, p.step, p.buf1, p.buf2})
@@ -184,20 +187,21 @@ void Recorder::sgd_step(const optim::ParamArgs *params, int count, const optim::
   touch(found_inf);
   record([=](Backend &b, const Replay &r) {
     const std::vector<optim::ParamArgs> now = shifted(ps, r);
-    b.sgd_step(now.data(), count, args, found_inf);
+    step(b, now.data());
+  });
+}
+
+void Recorder::sgd_step(const optim::ParamArgs *params, int count, const optim::SgdArgs &args,
+                        const float *found_inf) {
+  record_optimizer_step(params, count, found_inf, [=](Backend &b, const optim::ParamArgs *now) {
+    b.sgd_step(now, count, args, found_inf);
   });
 }
 
 void Recorder::adam_step(const optim::ParamArgs *params, int count, const optim::AdamArgs &args,
                          const float *found_inf) {
-  std::vector<optim::ParamArgs> ps(params, params + count);
-  for (const optim::ParamArgs &p : ps)
-    for (const void *q : std::initializer_list<const void *>{p.param, p.master, p.grad, p.step, p.buf1, p.buf2})
-      touch(q);
-  touch(found_inf);
-  record([=](Backend &b, const Replay &r) {
-    const std::vector<optim::ParamArgs> now = shifted(ps, r);
-    b.adam_step(now.data(), count, args, found_inf);
+  record_optimizer_step(params, count, found_inf, [=](Backend &b, const optim::ParamArgs *now) {
+    b.adam_step(now, count, args, found_inf);
   });
 }
 

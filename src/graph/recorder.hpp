@@ -154,6 +154,8 @@ class Recorder final : public Backend, public StepCapture {
     f(*real_, Replay{0, seed_, seed_});
     if (!paused_) out_.calls.emplace_back(std::forward<F>(f));
   }
+  template <class Step>
+  void record_optimizer_step(const optim::ParamArgs *params, int count, const float *found_inf, Step step);
   void touch(const void *p);
   void touch(const View &v) { touch(v.data); }
   void touch(const View *v) {
