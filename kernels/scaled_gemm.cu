@@ -138,17 +138,30 @@ void run_lt(CudaBackend::Libs &L, cudaStream_t stream, const ScaledGemmArgs &g, 
   const uint64_t ws = L.workspace_bytes;
   MIXP_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(c.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                                          sizeof ws));
-  cublasLtMatmulHeuristicResult_t result{};
+  // Several candidates, tried in the heuristic's order: a candidate may be
+  // refused at launch (cuBLASLt checks some of its requirements only there),
+  // and the next one then runs. A refused launch queues nothing.
+  constexpr int kCandidates = 8;
+  cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
   int found = 0;
   const cublasStatus_t hs =
-      cublasLtMatmulAlgoGetHeuristic(L.lt, c.op, c.a, c.b, c.d, c.d, c.pref, 1, &result, &found);
+      cublasLtMatmulAlgoGetHeuristic(L.lt, c.op, c.a, c.b, c.d, c.d, c.pref, kCandidates, results, &found);
   if (hs != CUBLAS_STATUS_SUCCESS || found == 0)
     fail(MIXP_ERR_UNSUPPORTED, "mixp_scaled_matmul: cuBLASLt has no FP8 kernel for M = ", g.m, ", N = ", g.n,
          ", K = ", g.k, " (", dtype_name(g.a.dtype), " x ", dtype_name(g.b.dtype), " -> ", dtype_name(g.d.dtype),
          bias ? " with bias" : "", ")");
   const float one = 1.0f, zero = 0.0f;
-  MIXP_CUBLAS_CHECK(cublasLtMatmul(L.lt, c.op, &one, bt, c.a, a, c.b, &zero, g.d.data, c.d, g.d.data, c.d,
-                                   &result.algo, L.workspace, result.workspaceSize, stream));
+  cublasStatus_t first = CUBLAS_STATUS_SUCCESS;
+  for (int i = 0; i < found; ++i) {
+    const cublasStatus_t st = cublasLtMatmul(L.lt, c.op, &one, bt, c.a, a, c.b, &zero, g.d.data, c.d, g.d.data,
+                                             c.d, &results[i].algo, L.workspace, results[i].workspaceSize, stream);
+    if (st == CUBLAS_STATUS_SUCCESS) return;
+    if (first == CUBLAS_STATUS_SUCCESS) first = st;
+  }
+  fail(MIXP_ERR_DEVICE, "mixp_scaled_matmul: cuBLASLt refused all ", found, " FP8 kernels it proposed for M = ",
+       g.m, ", N = ", g.n, ", K = ", g.k, " (", dtype_name(g.a.dtype), " x ", dtype_name(g.b.dtype), " -> ",
+       dtype_name(g.d.dtype), bias ? " with bias" : "", "); the first said ", cublasGetStatusName(first), " (",
+       cublasGetStatusString(first), ")");
 }
 
 }  // namespace
