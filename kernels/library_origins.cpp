@@ -7,6 +7,7 @@
 #include <cudnn.h>
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "library_origins.hpp"
@@ -14,11 +15,18 @@
 namespace mixp::cuda {
 namespace {
 
-// The file of the shared object that defines fn (its real path as loaded).
+// The file of the shared object that defines fn, as its real path: the
+// loader reports the path it opened, which through a RUNPATH such as the
+// wheel's $ORIGIN/../nvidia/cu13/lib reads ".../mixp_cuda13/../nvidia/...";
+// the real path also names the versioned file (libcudnn.so.9.x.y).
 std::string file_of(const void *fn) {
   Dl_info info{};
   if (dladdr(fn, &info) == 0 || !info.dli_fname || !*info.dli_fname) return "unknown file";
-  return info.dli_fname;
+  char *real = realpath(info.dli_fname, nullptr);
+  if (!real) return info.dli_fname;
+  std::string r = real;
+  free(real);
+  return r;
 }
 
 }  // namespace

@@ -116,7 +116,7 @@ except mixp.DeviceError as e:
     print("cuda session without a GPU:", msg)
     sys.exit(0)
 note = s.device_note
-assert venv in note and "cuDNN from" in note, note
+assert os.path.realpath(venv) in note and "cuDNN from" in note, note  # real paths
 import numpy as np
 rng = np.random.default_rng(0)
 x = rng.normal(size=(256, 16)).astype(np.float32)
