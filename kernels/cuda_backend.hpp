@@ -21,6 +21,8 @@
 //   attention.cpp   attention_forward/backward: cuDNN's fused SDPA through
 //                   the cuDNN frontend (only with its headers, else declined)
 //   pool.cu norm.cu embedding.cu
+//   batch_norm_library.cpp  batch_norm_train_forward/backward: cuDNN's batch
+//                   norm (one call each way; fp32 statistics)
 //   timing.cu       timing_mark, timing_elapsed_ms, timing_reset (profiler)
 //   collectives.cpp clique_id, clique_join/leave, all_reduce (also overlapped,
 //                   on a second stream), broadcast, all_gather (NCCL, opened
@@ -163,6 +165,10 @@ class CudaBackend final : public Backend,
   void embedding(const View &weight, const View &indices, const View &out) override;
   void embedding_backward(const View &gy, const View &indices, int64_t padding_idx,
                           const View &gw) override;
+
+  // batch_norm_library.cpp: F32/F16/BF16 training batch norm through cuDNN.
+  bool batch_norm_train_forward(const BatchNormTrainArgs &a) override;
+  bool batch_norm_train_backward(const BatchNormTrainArgs &a) override;
 
 #ifdef MIXP_HAVE_CUDNN_FRONTEND
   // attention.cpp: F16/BF16 cases cuDNN's engines run; the rest declined.

@@ -23,7 +23,8 @@
 //    lacks without the null check. The caller then falls back (the host
 //    transport, the host clock, the session's tensor counts) or fails with
 //    MIXP_ERR_UNSUPPORTED naming the public function and the device.
-//  - A declinable kernel (attention_forward/backward) is one Backend method
+//  - A declinable kernel (attention_forward/backward, gemm_row_sums,
+//    batch_norm_train_forward/backward) is one Backend method
 //    whose default returns false having written nothing; a device declines
 //    the cases it does not run (or all of them) call by call, and the op
 //    composes the result from the core kernels instead.
@@ -71,8 +72,9 @@ namespace mixp {
 // capabilities DeviceCollectives, DeviceTimer and DeviceMemoryStats split; the declinable
 // kernels attention_forward/backward. v12: Conv2dGeom.benchmark/deterministic; relu's
 // backward formula reads its output; scaled_gemm, ScaledGemmArgs; the fp8 dtypes; the
-// declinable kernel gemm_row_sums.)
-inline constexpr uint32_t kBackendAbiVersion = 12;
+// declinable kernel gemm_row_sums. v13: the declinable kernels batch_norm_train_forward and
+// batch_norm_train_backward, BatchNormTrainArgs.)
+inline constexpr uint32_t kBackendAbiVersion = 13;
 
 // What Backend::count_values returns.
 struct ValueCounts {
@@ -186,6 +188,24 @@ inline bool batch_norm_params_ok(const View &stat, std::initializer_list<const V
     if (g && g->dtype != MIXP_F64) return false;
   return true;
 }
+
+// ---- batch norm in one library call (declinable kernels) --------------------
+// batch_norm in training mode, x [outer, c, inner] as batch_norm_stats
+// takes it (NCHW: N, C, H*W; NHWC and 2-D: rows, C, 1). Forward: writes y,
+// and mean and invstd (stat Views [c]) as batch_norm_stats would, and, when
+// running_mean and running_var are set (stat Views [c], both or neither),
+// blends them in place by PyTorch's rule: r = (1 - momentum) r + momentum b,
+// b the batch mean and unbiased variance. Backward: gx (may be null), and gw
+// and gb (F64, may be null), from gy and the forward's mean and invstd
+// (whichever path wrote them). weight and bias are stat Views or null.
+struct BatchNormTrainArgs {
+  View x, y, gy, mean, invstd;
+  const View *weight = nullptr, *bias = nullptr;
+  const View *running_mean = nullptr, *running_var = nullptr;  // forward
+  const View *gx = nullptr, *gw = nullptr, *gb = nullptr;      // backward
+  int64_t outer = 0, c = 0, inner = 0;
+  double eps = 0.0, momentum = 0.0;
+};
 
 // ---- normalisation geometry (norm helper) -----------------------------------
 // group_norm and layer_norm: x is contiguous [n, c, s]; statistics are taken
@@ -474,6 +494,20 @@ class Backend {
     return false;
   }
   virtual bool attention_backward(const AttentionArgs &a) {
+    (void)a;
+    return false;
+  }
+  // batch_norm's training forward and backward as library calls
+  // (BatchNormTrainArgs; cuDNN's, whose statistics are fp32 where the core
+  // kernels' are double): false, having written nothing, for a case the
+  // device does not run there (a dtype, eps below the library's minimum,
+  // no weight); the op then composes batch_norm_stats, batch_norm_forward
+  // and the blend, or calls batch_norm_backward.
+  virtual bool batch_norm_train_forward(const BatchNormTrainArgs &a) {
+    (void)a;
+    return false;
+  }
+  virtual bool batch_norm_train_backward(const BatchNormTrainArgs &a) {
     (void)a;
     return false;
   }

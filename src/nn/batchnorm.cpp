@@ -53,11 +53,20 @@ class BatchNorm2d final : public Module {
   // the device (through F64, exact below 2^53, which autocast leaves alone):
   // reading the count back to the host would wait for the device once per
   // layer per step (53 waits a ResNet-50 step on a GPU, measured), and a
-  // captured step (mixp_graph) must advance it at every replay anyway. (The
-  // ops would be refused inside a checkpoint region, which cannot recompute
-  // an in-place write.)
+  // captured step (mixp_graph) must advance it at every replay anyway.
+  // Inside a checkpoint region, which refuses an in-place write to a tensor
+  // it has read, the count is read on the host and written whole, as
+  // before: one wait per layer there.
   void count_batch() {
     const TensorPtr &c = buffer_slot(count_);
+    mixp_session *s = mixp_tensor_session(c.get());
+    if (s->checkpoint && !s->capture) {
+      int64_t n = 0;
+      nn::check(mixp_tensor_to_host(c.get(), &n, sizeof n));
+      TensorPtr next = nn::full_tensor(s, MIXP_I64, nullptr, 0, double(n + 1));
+      nn::check(mixp_tensor_copy_(c.get(), next.get()));
+      return;
+    }
     TensorPtr wide = nn::call(mixp_cast, c.get(), MIXP_F64);
     TensorPtr next = nn::call(mixp_add_scalar, wide.get(), 1.0);
     nn::check(mixp_tensor_copy_(c.get(), next.get()));

@@ -3,6 +3,8 @@
 // double and kept in F32 (F64 for F64 inputs) whatever the input type, and
 // the backward passes reuse them.
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -70,6 +72,7 @@ struct BatchNormNode : Node {
   DType grad_dtype[2] = {MIXP_F32, MIXP_F32};  // of weight's and bias's gradients: the parameters' own
   int64_t outer = 0, c = 0, inner = 0;
   bool batch_stats = true;
+  bool library = false;  // the forward ran as one library call (batch_norm_train_forward)
 
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &grads) override {
     if (released) fail(MIXP_ERR_STATE, "backward of batch_norm: saved tensors were already freed");
@@ -80,11 +83,25 @@ struct BatchNormNode : Node {
     for (size_t i = 1; i < 3; ++i)
       if (needs_grad(i)) r[i] = empty(s, MIXP_F64, Shape{c});
     View wv, gxv, gwv, gbv;
-    if (c > 0)
-      backend_of(*x).batch_norm_backward(view_of(*x), view_of(*gy), outer, c, inner,
-                                         view_of(*mean), view_of(*invstd), opt_view(weight, wv),
-                                         batch_stats, opt_view(r[0], gxv), opt_view(r[1], gwv),
-                                         opt_view(r[2], gbv));
+    Backend &be = backend_of(*x);
+    BatchNormTrainArgs a;
+    if (library) {
+      a.x = view_of(*x);
+      a.gy = view_of(*gy);
+      a.mean = view_of(*mean);
+      a.invstd = view_of(*invstd);
+      a.weight = opt_view(weight, wv);
+      a.gx = opt_view(r[0], gxv);
+      a.gw = opt_view(r[1], gwv);
+      a.gb = opt_view(r[2], gbv);
+      a.outer = outer;
+      a.c = c;
+      a.inner = inner;
+    }
+    if (c > 0 && !(library && be.batch_norm_train_backward(a)))
+      be.batch_norm_backward(view_of(*x), view_of(*gy), outer, c, inner, view_of(*mean), view_of(*invstd),
+                             opt_view(weight, wv), batch_stats, opt_view(r[0], gxv), opt_view(r[1], gwv),
+                             opt_view(r[2], gbv));
     for (size_t i = 1; i < 3; ++i)
       if (r[i]) r[i] = cast(r[i], grad_dtype[i - 1]);
     return r;
@@ -243,6 +260,29 @@ TensorPtr blended(const Tensor &running, DType sd, double momentum, const Tensor
   return add(mul_scalar(cast(detach(running), sd), 1.0 - momentum), mul_scalar(batch, weight));
 }
 
+// Which path training batch norm takes: MIXP_BATCH_NORM=library|native|auto
+// (unset: auto, the backend's library call wherever it runs the case; native:
+// the core kernels, double statistics, on every device). Read at every
+// call, so a benchmark can compare the two; any other value fails naming fn.
+enum class BnPath { automatic, library, native };
+BnPath batch_norm_path(const char *fn) {
+  const char *env = std::getenv("MIXP_BATCH_NORM");
+  if (env == nullptr || *env == '\0' || std::strcmp(env, "auto") == 0) return BnPath::automatic;
+  if (std::strcmp(env, "library") == 0) return BnPath::library;
+  if (std::strcmp(env, "native") == 0) return BnPath::native;
+  fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": the environment variable MIXP_BATCH_NORM = '", env,
+       "' is none of library, native, auto");
+}
+
+// The running statistics a library call blends in place: the buffers
+// themselves when they are dense in the statistics' dtype and nothing after
+// the call can fail the op (no numerics check), else copies that the op
+// stores after its checks, so that a failed call changes nothing.
+TensorPtr blend_target(const Session &s, const TensorPtr &running, DType sd) {
+  if (s.numerics == MIXP_NUMERICS_OFF && running->dtype == sd && running->is_contiguous()) return running;
+  return running->dtype == sd ? clone(detach(*running)) : contiguous(cast(detach(*running), sd));
+}
+
 }  // namespace
 
 TensorPtr batch_norm(const TensorPtr &x_in, const TensorPtr &weight_in, const TensorPtr &bias_in,
@@ -272,18 +312,58 @@ TensorPtr batch_norm(const TensorPtr &x_in, const TensorPtr &weight_in, const Te
   const DType sd = stat_dtype(x->dtype);
   Backend &be = backend_of(*x);
   TensorPtr xc = dense(x), wc, bc;
+  TensorPtr y = empty(s, x->dtype, shape_of(*x));
+  // A checkpoint replay recomputes the output only: the statistics were
+  // updated once, by the forward pass.
+  const bool update = training && (running_mean || running_var) && !s->checkpoint_replaying;
+  const BnPath path = training ? batch_norm_path(fn) : BnPath::native;
   BnStats st;
+  bool library = false;
+  TensorPtr lib_mean, lib_var;  // what the library call blended (blend_target)
+  View wv, bv;
   {
     NoGradGuard ng(s);
     wc = as_stat(dense(weight), sd);
     bc = as_stat(dense(bias), sd);
-    st = training ? batch_stats(*xc, outer, c, inner, eps)
-                  : running_stats(*running_mean, *running_var, sd, eps);
+    // The library call updates both running statistics or none. (With the
+    // numerics checker on, a backend that declines has cost two copies of
+    // [c] floats.)
+    const bool tried =
+        path != BnPath::native && y->numel() > 0 && c > 0 && (!update || (running_mean && running_var));
+    if (tried) {
+      st.mean = empty(s, sd, Shape{c});
+      st.invstd = empty(s, sd, Shape{c});
+      if (update) {
+        lib_mean = blend_target(*s, running_mean, sd);
+        lib_var = blend_target(*s, running_var, sd);
+      }
+      BatchNormTrainArgs a;
+      View rmv, rvv;
+      a.x = view_of(*xc);
+      a.y = view_of(*y);
+      a.mean = view_of(*st.mean);
+      a.invstd = view_of(*st.invstd);
+      a.weight = opt_view(wc, wv);
+      a.bias = opt_view(bc, bv);
+      a.running_mean = opt_view(lib_mean, rmv);
+      a.running_var = opt_view(lib_var, rvv);
+      a.outer = outer;
+      a.c = c;
+      a.inner = inner;
+      a.eps = eps;
+      a.momentum = momentum;
+      library = be.batch_norm_train_forward(a);
+    }
+    if (path == BnPath::library && tried && !library)
+      fail(MIXP_ERR_UNSUPPORTED, fn, ": MIXP_BATCH_NORM=library, but the ", be.name(),
+           " backend has no library batch norm for ", dtype_name(x->dtype), " x of shape ", shape_str(*x),
+           " with eps = ", eps, weight ? "" : " and no weight");
+    if (!library)
+      st = training ? batch_stats(*xc, outer, c, inner, eps)
+                    : running_stats(*running_mean, *running_var, sd, eps);
   }
   const TensorPtr &mean = st.mean, &invstd = st.invstd;
-  TensorPtr y = empty(s, x->dtype, shape_of(*x));
-  View wv, bv;
-  if (y->numel() > 0)
+  if (!library && y->numel() > 0)
     be.batch_norm_forward(view_of(*xc), outer, c, inner, view_of(*mean), view_of(*invstd),
                           opt_view(wc, wv), opt_view(bc, bv), view_of(*y));
 
@@ -299,6 +379,7 @@ TensorPtr batch_norm(const TensorPtr &x_in, const TensorPtr &weight_in, const Te
     node->c = c;
     node->inner = inner;
     node->batch_stats = training;
+    node->library = library;
     record(node, {x.get(), weight.get(), bias.get()}, {y.get()});
   }
 
@@ -307,9 +388,10 @@ TensorPtr batch_norm(const TensorPtr &x_in, const TensorPtr &weight_in, const Te
   // PyTorch's rule: running = (1 - momentum) * running + momentum * batch,
   // with the unbiased variance.
   TensorPtr new_mean, new_var;
-  // A checkpoint replay recomputes the output only: the statistics were
-  // updated once, by the forward pass.
-  if (training && (running_mean || running_var) && !s->checkpoint_replaying) {
+  if (library) {
+    if (lib_mean != running_mean) new_mean = lib_mean;
+    if (lib_var != running_var) new_var = lib_var;
+  } else if (update) {
     NoGradGuard ng(s);
     if (running_mean) new_mean = blended(*running_mean, sd, momentum, st.mean, momentum);
     if (running_var)

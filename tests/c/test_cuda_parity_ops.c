@@ -495,6 +495,107 @@ static void test_norms(void **state) {
     }
 }
 
+/* Training batch norm on the device through the backend's library path
+ * (MIXP_BATCH_NORM=auto: cuDNN on CUDA, fp32 statistics) and the core
+ * kernels (native: double statistics): the output, the three gradients and
+ * the running statistics agree within the dtype's tolerance; the library
+ * path repeats bit for bit; a bad value of the variable, and a forced
+ * library path the backend declines (F64), fail by name and change
+ * nothing. In a harness check both runs are the CPU's core kernels. */
+enum { BN_OUTS = 6 };
+static void batch_norm_run(mixp_dtype dt, mixp_layout lay, const char *path, double *out[BN_OUTS],
+                           int64_t *sizes) {
+  const int64_t xs[4] = {8, 6, 5, 7}, n = 8 * 6 * 5 * 7;
+  const int64_t c = lay == MIXP_NCHW ? 6 : 7, cs[1] = {c};
+  double xv[8 * 6 * 5 * 7], gv[8 * 6 * 5 * 7], wv[7], bv[7], zeros[7] = {0}, ones[7];
+  mt_fill(xv, n, -2.0, 3.0, 41);
+  mt_fill(gv, n, -1.0, 1.0, 42);
+  mt_fill(wv, c, 0.5, 1.5, 43);
+  mt_fill(bv, c, -0.5, 0.5, 44);
+  for (int i = 0; i < 7; ++i) ones[i] = 1.0;
+  assert_int_equal(setenv("MIXP_BATCH_NORM", path, 1), 0);
+  mixp_tensor *x = mt_tensor(g_gpu, dt, xv, xs, 4), *w = mt_tensor(g_gpu, MIXP_F32, wv, cs, 1),
+              *b = mt_tensor(g_gpu, MIXP_F32, bv, cs, 1), *rm = mt_tensor(g_gpu, MIXP_F32, zeros, cs, 1),
+              *rv = mt_tensor(g_gpu, MIXP_F32, ones, cs, 1), *seed = mt_tensor(g_gpu, dt, gv, xs, 4), *y = NULL;
+  MT_OK(mixp_tensor_set_requires_grad(x, 1));
+  MT_OK(mixp_tensor_set_requires_grad(w, 1));
+  MT_OK(mixp_tensor_set_requires_grad(b, 1));
+  MT_OK(mixp_batch_norm(x, w, b, rm, rv, 1, 0.1, 1e-5, lay, &y));
+  MT_OK(mixp_backward(y, seed));
+  mixp_tensor *gx = NULL, *gw = NULL, *gb = NULL;
+  MT_OK(mixp_tensor_grad(x, &gx));
+  MT_OK(mixp_tensor_grad(w, &gw));
+  MT_OK(mixp_tensor_grad(b, &gb));
+  const mixp_tensor *outs[BN_OUTS] = {y, gx, gw, gb, rm, rv};
+  for (int i = 0; i < BN_OUTS; ++i) {
+    out[i] = mt_values(outs[i]);
+    sizes[i] = mixp_tensor_numel(outs[i]);
+  }
+  mixp_tensor *all[] = {x, w, b, rm, rv, seed, y, gx, gw, gb};
+  for (size_t i = 0; i < sizeof all / sizeof *all; ++i) mixp_tensor_release(all[i]);
+  assert_int_equal(unsetenv("MIXP_BATCH_NORM"), 0);
+}
+
+static void test_batch_norm_paths(void **state) {
+  (void)state;
+  static const char *names[BN_OUTS] = {"y", "gx", "gw", "gb", "running_mean", "running_var"};
+  for (int k = 0; k < 3; ++k)
+    for (int l = 0; l < 2; ++l) {
+      const mixp_layout lay = l == 0 ? MIXP_NCHW : MIXP_NHWC;
+      double *lib[BN_OUTS], *again[BN_OUTS], *native[BN_OUTS];
+      int64_t n[BN_OUTS];
+      batch_norm_run(k_dtypes[k], lay, "auto", lib, n);
+      batch_norm_run(k_dtypes[k], lay, "auto", again, n);
+      batch_norm_run(k_dtypes[k], lay, "native", native, n);
+      for (int i = 0; i < BN_OUTS; ++i) {
+        /* y and gx in the data's dtype; the parameters' gradients and the
+         * running statistics are F32 (compared at F32's tolerance). */
+        double atol, rtol;
+        tol_for(i < 2 ? k_dtypes[k] : MIXP_F32, &atol, &rtol);
+        if (memcmp(lib[i], again[i], (size_t)n[i] * sizeof(double)) != 0) {
+          print_error("%s (dtype %d, layout %d): the library path is not reproducible\n", names[i],
+                      (int)k_dtypes[k], (int)lay);
+          fail();
+        }
+        mt_assert_close(lib[i], native[i], n[i], atol, rtol);
+        free(lib[i]);
+        free(again[i]);
+        free(native[i]);
+      }
+    }
+  /* Misuse: the variable's value, and a forced path the backend declines. */
+  const int64_t xs[2] = {4, 3}, cs[1] = {3};
+  double xv[12], zeros[3] = {0, 0, 0};
+  mt_fill(xv, 12, -1.0, 1.0, 45);
+  mixp_tensor *x = mt_tensor(g_gpu, MIXP_F32, xv, xs, 2), *x64 = mt_tensor(g_gpu, MIXP_F64, xv, xs, 2),
+              *rm = mt_tensor(g_gpu, MIXP_F32, zeros, cs, 1), *rm64 = mt_tensor(g_gpu, MIXP_F64, zeros, cs, 1),
+              *rv64 = mt_tensor(g_gpu, MIXP_F64, zeros, cs, 1), *y = NULL;
+  assert_int_equal(setenv("MIXP_BATCH_NORM", "fastest", 1), 0);
+  MT_FAILS2(mixp_batch_norm(x, NULL, NULL, rm, NULL, 1, 0.1, 1e-5, MIXP_NCHW, &y), MIXP_ERR_INVALID_ARGUMENT,
+            "mixp_batch_norm", "MIXP_BATCH_NORM");
+  assert_null(y);
+  assert_int_equal(setenv("MIXP_BATCH_NORM", "library", 1), 0);
+  MT_FAILS2(mixp_batch_norm(x64, NULL, NULL, rm64, rv64, 1, 0.1, 1e-5, MIXP_NCHW, &y), MIXP_ERR_UNSUPPORTED,
+            "mixp_batch_norm", "MIXP_BATCH_NORM=library");
+  assert_null(y);
+  assert_int_equal(unsetenv("MIXP_BATCH_NORM"), 0);
+  double *after = mt_values(rm), *after64 = mt_values(rm64);
+  for (int i = 0; i < 3; ++i) {
+    assert_true(after[i] == 0.0);
+    assert_true(after64[i] == 0.0);
+  }
+  free(after);
+  free(after64);
+  /* Evaluation mode never asks for the library path. */
+  assert_int_equal(setenv("MIXP_BATCH_NORM", "library", 1), 0);
+  double ones[3] = {1, 1, 1};
+  mixp_tensor *rv = mt_tensor(g_gpu, MIXP_F32, ones, cs, 1);
+  MT_OK(mixp_batch_norm(x, NULL, NULL, rm, rv, 0, 0.1, 1e-5, MIXP_NCHW, &y));
+  assert_int_equal(unsetenv("MIXP_BATCH_NORM"), 0);
+  mixp_tensor *all[] = {x, x64, rm, rm64, rv64, rv, y};
+  for (size_t i = 0; i < sizeof all / sizeof *all; ++i) mixp_tensor_release(all[i]);
+}
+
 /* Layer norm over many rows (300: three bands of the CUDA column kernel
  * behind its weight and bias gradients, the last one partial). */
 static void test_layer_norm_many_rows(void **state) {
@@ -846,6 +947,7 @@ int main(void) {
       cmocka_unit_test(test_random_same_stream),
       cmocka_unit_test(test_embedding),
       cmocka_unit_test(test_norms),
+      cmocka_unit_test(test_batch_norm_paths),
       cmocka_unit_test(test_layer_norm_many_rows),
       cmocka_unit_test(test_pooling),
       cmocka_unit_test(test_shape_ops_bitwise),
