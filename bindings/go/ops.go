@@ -250,6 +250,23 @@ func Linear(x, weight, bias *Tensor) (*Tensor, error) {
 	}, x, weight, bias)
 }
 
+// ScaledMatmulFastAccum lets the device accumulate with fewer bits
+// (cuBLASLt's fast accumulation; the CPU ignores it).
+const ScaledMatmulFastAccum = uint(raw.MIXP_SCALED_MATMUL_FAST_ACCUM)
+
+// ScaledMatmul is the fp8 product (scaleA * scaleB) * (a x b) + bias of
+// a [M, K] and b [K, N] (F8E4M3 or F8E5M2, not both E5M2) with one-element
+// F32 dequantisation scales, rounded once to outDType (F32, F16, BF16).
+// bias (nil, or [N] BF16, F16 for an F16 output) and amax (nil, or a
+// one-element F32 tensor receiving max |D| on the device) are optional;
+// flags is 0 or ScaledMatmulFastAccum. Not differentiable.
+func ScaledMatmul(a, scaleA, b, scaleB, bias *Tensor, outDType DType, flags uint, amax *Tensor) (*Tensor, error) {
+	return tensorOut(func(out *uintptr) raw.Status {
+		return raw.Mixp_scaled_matmul(a.p(), scaleA.p(), b.p(), scaleB.p(), bias.p(), raw.Mixp_dtype(outDType),
+			flags, amax.p(), out)
+	}, a, scaleA, b, scaleB, bias, amax)
+}
+
 func ptrs(ts []*Tensor) []uintptr {
 	r := make([]uintptr, len(ts))
 	for i, t := range ts {

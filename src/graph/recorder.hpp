@@ -145,6 +145,11 @@ class Recorder final : public Backend, public StepCapture {
   bool attention_forward(const AttentionArgs &a) override;
   bool attention_backward(const AttentionArgs &a) override;
   bool gemm_row_sums(const GemmArgs &args, void *row_sums) override;
+  // batch_norm_train_forward/backward are not forwarded: a capture takes the
+  // composed batch norm, which is what the CPU (the one device that
+  // captures) runs anyway. A device whose eager steps take a library batch
+  // norm must forward them here before it captures, or its replays would
+  // differ from its eager steps in the statistics' last bits.
 
  private:
   // Runs f on the real backend now, then keeps it for the replays (unless

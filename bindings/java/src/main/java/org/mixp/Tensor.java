@@ -261,6 +261,27 @@ public final class Tensor extends NativeHandle {
     return make(out -> mixp.mixp_linear(p(x), p(weight), p(bias), out), x, weight, bias);
   }
 
+  /** Flag of {@link #scaledMatmul}: let the device accumulate with fewer bits (the CPU ignores it). */
+  public static final int SCALED_MATMUL_FAST_ACCUM = 1;
+
+  /**
+   * The fp8 product (scaleA * scaleB) * (a x b) + bias of a [M, K] and b [K, N] (F8E4M3 or F8E5M2,
+   * not both E5M2), rounded once to outDtype (F32, F16 or BF16). Not differentiable.
+   *
+   * @param scaleA one-element F32 dequantisation scale of a
+   * @param scaleB one-element F32 dequantisation scale of b
+   * @param bias null, or [N] BF16 (F16 for an F16 output)
+   * @param flags 0 or {@link #SCALED_MATMUL_FAST_ACCUM}
+   * @param amax null, or a one-element F32 tensor that receives max |D| on the device
+   * @return D [M, N]
+   */
+  public static Tensor scaledMatmul(Tensor a, Tensor scaleA, Tensor b, Tensor scaleB, Tensor bias,
+                                    DType outDtype, int flags, Tensor amax) {
+    return make(out -> mixp.mixp_scaled_matmul(p(a), p(scaleA), p(b), p(scaleB), p(bias), outDtype.code,
+                                               flags, p(amax), out),
+                a, scaleA, b, scaleB, bias, amax);
+  }
+
   /** @return this + v */
   public Tensor add(double v) {
     return make(out -> mixp.mixp_add_scalar(ptr(), v, out), this);

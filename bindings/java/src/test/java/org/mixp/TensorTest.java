@@ -36,6 +36,53 @@ class TensorTest {
     assertTrue(Mixp.buildInfo().contains(Mixp.version()));
   }
 
+  private Tensor fp8(DType d, float[] v, long... shape) {
+    try (Tensor f = Tensor.fromFloats(s, v, shape)) {
+      return f.cast(d);
+    }
+  }
+
+  /** fp8 products with scales, bias and amax, exact on small integers; misuse refused. */
+  @Test
+  void scaledMatmul() {
+    final int m = 2, k = 16, n = 3;
+    float[] av = new float[m * k], bv = new float[k * n], bias = {1f, -2f, 0.5f};
+    for (int i = 0; i < av.length; ++i) av[i] = i % 7 - 3;
+    for (int i = 0; i < bv.length; ++i) bv[i] = i % 5 - 2;
+    try (Tensor a = fp8(DType.F8E4M3, av, m, k);
+         Tensor b = fp8(DType.F8E4M3, bv, k, n);
+         Tensor sa = Tensor.full(s, DType.F32, 0.5, 1);
+         Tensor sb = Tensor.full(s, DType.F32, 4.0, 1);
+         Tensor bf = Tensor.fromFloats(s, bias, n);
+         Tensor bb = bf.cast(DType.BF16);
+         Tensor amax = Tensor.full(s, DType.F32, 0.0, 1);
+         Tensor d = Tensor.scaledMatmul(a, sa, b, sb, bb, DType.F32, 0, amax);
+         Tensor fast = Tensor.scaledMatmul(a, sa, b, sb, null, DType.BF16,
+                                           Tensor.SCALED_MATMUL_FAST_ACCUM, null)) {
+      float[] got = d.toFloats();
+      double most = 0;
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) {
+          float sum = 0;
+          for (int l = 0; l < k; ++l) sum += av[i * k + l] * bv[l * n + j];
+          assertEquals(2 * sum + bias[j], got[i * n + j]);
+          most = Math.max(most, Math.abs(2 * sum + bias[j]));
+        }
+      }
+      assertEquals(most, amax.item());
+      assertEquals(DType.BF16, fast.dtype());
+      Tensor e5 = fp8(DType.F8E5M2, new float[16 * 16], 16, 16);
+      assertThrows(DTypeException.class, () -> Tensor.scaledMatmul(e5, sa, e5, sb, null, DType.F32, 0, amax));
+      assertThrows(ShapeException.class, () -> Tensor.scaledMatmul(a, sa, a, sb, null, DType.F32, 0, amax));
+      assertThrows(InvalidArgumentException.class,
+                   () -> Tensor.scaledMatmul(a, sa, b, sb, null, DType.F32, 4, amax));
+      assertThrows(InvalidArgumentException.class,
+                   () -> Tensor.scaledMatmul(null, sa, b, sb, null, DType.F32, 0, amax));
+      assertEquals(most, amax.item()); // failed calls write nothing
+      e5.close();
+    }
+  }
+
   /** The ops added with the op table's coverage check, against hand-computed values. */
   @Test
   void moreOps() {
