@@ -2,11 +2,13 @@
 // Ops (src/ops/) validate shapes and dtypes, record autograd and call these
 // kernels; kernels know nothing of autograd. The CPU backend is always built;
 // the CUDA backend (kernels/, libmixp_cuda.so) implements the same interface.
-// The whole contract is this folder's headers: this file, the optional
-// capabilities (capabilities.hpp), the formulas (elementwise_formulas.hpp,
-// host_device_math.hpp, stochastic_round.hpp), the optimizer arguments
-// (optimizer_args.hpp), the loss-scale rule (loss_scale_rule.hpp), the
-// plugin entry point (plugin.hpp) -- and the op enums of core/op_table.hpp.
+// The whole contract is this folder's headers: this file, View
+// (view.hpp), the optional capabilities (capabilities.hpp), the declinable
+// kernels' arguments (declinable_args.hpp), the formulas
+// (elementwise_formulas.hpp, host_device_math.hpp, stochastic_round.hpp),
+// the optimizer arguments (optimizer_args.hpp), the loss-scale rule
+// (loss_scale_rule.hpp), the plugin entry point (plugin.hpp) -- and the op
+// enums of core/op_table.hpp.
 //
 // What a device must do and what it may decline. Backend's methods are the
 // required core: memory and copies, casts and elementwise, reductions,
@@ -46,8 +48,10 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "backend/declinable_args.hpp"
 #include "backend/loss_scale_rule.hpp"
 #include "backend/optimizer_args.hpp"
+#include "backend/view.hpp"
 #include "core/dtype.hpp"
 #include "core/op_table.hpp"
 
@@ -79,19 +83,6 @@ inline constexpr uint32_t kBackendAbiVersion = 13;
 // What Backend::count_values returns.
 struct ValueCounts {
   int64_t nan = 0, inf = 0, zero = 0, tiny = 0, huge = 0;
-};
-
-struct View {
-  void *data = nullptr;
-  DType dtype = MIXP_F32;
-  int ndim = 0;
-  int64_t shape[MIXP_MAX_DIMS] = {};
-  int64_t strides[MIXP_MAX_DIMS] = {};
-  int64_t numel() const noexcept {
-    int64_t n = 1;
-    for (int i = 0; i < ndim; ++i) n *= shape[i];
-    return n;
-  }
 };
 
 // One batched matrix product C[b] = alpha * A[b] x B[b] + beta * C[b], where
@@ -189,24 +180,6 @@ inline bool batch_norm_params_ok(const View &stat, std::initializer_list<const V
   return true;
 }
 
-// ---- batch norm in one library call (declinable kernels) --------------------
-// batch_norm in training mode, x [outer, c, inner] as batch_norm_stats
-// takes it (NCHW: N, C, H*W; NHWC and 2-D: rows, C, 1). Forward: writes y,
-// and mean and invstd (stat Views [c]) as batch_norm_stats would, and, when
-// running_mean and running_var are set (stat Views [c], both or neither),
-// blends them in place by PyTorch's rule: r = (1 - momentum) r + momentum b,
-// b the batch mean and unbiased variance. Backward: gx (may be null), and gw
-// and gb (F64, may be null), from gy and the forward's mean and invstd
-// (whichever path wrote them). weight and bias are stat Views or null.
-struct BatchNormTrainArgs {
-  View x, y, gy, mean, invstd;
-  const View *weight = nullptr, *bias = nullptr;
-  const View *running_mean = nullptr, *running_var = nullptr;  // forward
-  const View *gx = nullptr, *gw = nullptr, *gb = nullptr;      // backward
-  int64_t outer = 0, c = 0, inner = 0;
-  double eps = 0.0, momentum = 0.0;
-};
-
 // ---- normalisation geometry (norm helper) -----------------------------------
 // group_norm and layer_norm: x is contiguous [n, c, s]; statistics are taken
 // per (sample, group) over the c/groups*s elements of that group, the affine
@@ -225,32 +198,6 @@ struct IndexCheck {
   bool has_ignore = false;
   int64_t ignore = 0;     // with has_ignore: this value is valid and not counted
   const char *note = "";  // appended to the message (copied if kept)
-};
-
-// ---- fused attention (a declinable kernel, Backend::attention_forward) ----
-// One scaled_dot_product_attention over batch*heads (b, h) pairs:
-//   o = softmax(scale * q k^T + causal mask) (dropped out) v, per (b, h),
-// q [B, H, L, D], k and v [B, H, S, D] and o [B, H, L, D] as 4-D Views of
-// one float dtype with any strides but a unit stride along D (q, k and v
-// may be strided views of one [B, T, 3, H, D] projection, read in place).
-// The causal mask hides key j from query i where j > i (top-left aligned,
-// as the composed path's). lse [B, H, L] (contiguous; F64 for F64 data,
-// else F32) receives each row's log-sum-exp of scale * q k^T (masked), all
-// backward needs besides q, k, v, o and dO: the L x S probabilities are
-// never stored. With dropout_p > 0, each probability is kept with chance
-// 1 - dropout_p and scaled by 1 / (1 - dropout_p), its mask drawn from the
-// Philox stream (seed, offset): on the CPU the composed path's own bits
-// (philox_uniform at ((b * H + h) * L + i) * S + j >= dropout_p); a device
-// library may draw its own (CUDA: cuDNN's), the same again in the backward.
-struct AttentionArgs {
-  View q, k, v, o, lse;
-  double scale = 1.0;
-  bool causal = false;
-  double dropout_p = 0.0;
-  uint64_t seed = 0, offset = 0;
-  // Backward only: the gradient of o (strided as o may be) and the
-  // gradients of q, k and v (overwritten; contiguous [B, H, L|S, D]).
-  View dout, dq, dk, dv;
 };
 
 // The optional capabilities (backend/capabilities.hpp).

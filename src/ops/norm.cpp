@@ -283,6 +283,70 @@ TensorPtr blend_target(const Session &s, const TensorPtr &running, DType sd) {
   return running->dtype == sd ? clone(detach(*running)) : contiguous(cast(detach(*running), sd));
 }
 
+// One batch_norm call's dense inputs and resolved settings, shared by the
+// steps below.
+struct BnCall {
+  Session *s = nullptr;
+  BnGeom g;
+  DType sd = MIXP_F32;  // the statistics' dtype
+  TensorPtr xc, y, wc, bc, running_mean, running_var;
+  double eps = 0.0, momentum = 0.0;
+  bool update = false;  // blend the running statistics
+};
+
+// The training forward as one library call (Backend::batch_norm_train_forward),
+// unless MIXP_BATCH_NORM=native: true when the backend took it, having written
+// y, st->mean and st->invstd and blended the running statistics into
+// *lib_mean / *lib_var (blend_target). The call updates both running
+// statistics or none. (With the numerics checker on, a backend that declines
+// has cost two copies of [c] floats.)
+bool library_forward(const char *fn, const BnCall &c, BnStats *st, TensorPtr *lib_mean, TensorPtr *lib_var) {
+  const BnPath path = batch_norm_path(fn);
+  if (path == BnPath::native || c.y->numel() == 0 || c.g.c == 0 ||
+      (c.update && !(c.running_mean && c.running_var)))
+    return false;
+  st->mean = empty(c.s, c.sd, Shape{c.g.c});
+  st->invstd = empty(c.s, c.sd, Shape{c.g.c});
+  if (c.update) {
+    *lib_mean = blend_target(*c.s, c.running_mean, c.sd);
+    *lib_var = blend_target(*c.s, c.running_var, c.sd);
+  }
+  BatchNormTrainArgs a;
+  View wv, bv, rmv, rvv;
+  a.x = view_of(*c.xc);
+  a.y = view_of(*c.y);
+  a.mean = view_of(*st->mean);
+  a.invstd = view_of(*st->invstd);
+  a.weight = opt_view(c.wc, wv);
+  a.bias = opt_view(c.bc, bv);
+  a.running_mean = opt_view(*lib_mean, rmv);
+  a.running_var = opt_view(*lib_var, rvv);
+  a.outer = c.g.outer;
+  a.c = c.g.c;
+  a.inner = c.g.inner;
+  a.eps = c.eps;
+  a.momentum = c.momentum;
+  Backend &be = backend_of(*c.xc);
+  if (be.batch_norm_train_forward(a)) return true;
+  if (path == BnPath::library)
+    fail(MIXP_ERR_UNSUPPORTED, fn, ": MIXP_BATCH_NORM=library, but the ", be.name(),
+         " backend has no library batch norm for ", dtype_name(c.xc->dtype), " x of shape ", shape_str(*c.xc),
+         " with eps = ", c.eps, c.wc ? "" : " and no weight");
+  *lib_mean = *lib_var = nullptr;
+  return false;
+}
+
+// PyTorch's running-statistics rule for the core kernels' statistics:
+// running = (1 - momentum) * running + momentum * batch, with the unbiased
+// variance; computed now, stored by the op after its checks.
+void blend_running_stats(const BnCall &c, const BnStats &st, TensorPtr *new_mean, TensorPtr *new_var) {
+  NoGradGuard ng(c.s);
+  const int64_t m = c.g.outer * c.g.inner;
+  if (c.running_mean) *new_mean = blended(*c.running_mean, c.sd, c.momentum, st.mean, c.momentum);
+  if (c.running_var)
+    *new_var = blended(*c.running_var, c.sd, c.momentum, st.var, c.momentum * double(m) / double(m - 1));
+}
+
 }  // namespace
 
 TensorPtr batch_norm(const TensorPtr &x_in, const TensorPtr &weight_in, const TensorPtr &bias_in,
@@ -299,105 +363,68 @@ TensorPtr batch_norm(const TensorPtr &x_in, const TensorPtr &weight_in, const Te
              [=](const Replay &r) {
                return batch_norm(r[0], r[1], r[2], r[3], r[4], training, momentum, eps, layout);
              });
-  const BnGeom geom = bn_geometry(fn, *x, layout, eps, momentum);
-  const int64_t outer = geom.outer, c = geom.c, inner = geom.inner;
-  check_bn_param(fn, "weight", weight, *x, c);
-  check_bn_param(fn, "bias", bias, *x, c);
-  check_running_stats(fn, running_mean, running_var, *x, c, training);
-  const int64_t m = outer * inner;
-  if (training && m <= 1)
+  BnCall c;
+  c.g = bn_geometry(fn, *x, layout, eps, momentum);
+  check_bn_param(fn, "weight", weight, *x, c.g.c);
+  check_bn_param(fn, "bias", bias, *x, c.g.c);
+  check_running_stats(fn, running_mean, running_var, *x, c.g.c, training);
+  if (training && c.g.outer * c.g.inner <= 1)
     fail(MIXP_ERR_SHAPE, fn, ": expected more than 1 value per channel when training, x is ",
          shape_str(*x));
 
-  const DType sd = stat_dtype(x->dtype);
-  Backend &be = backend_of(*x);
-  TensorPtr xc = dense(x), wc, bc;
-  TensorPtr y = empty(s, x->dtype, shape_of(*x));
+  c.s = s;
+  c.sd = stat_dtype(x->dtype);
+  c.xc = dense(x);
+  c.y = empty(s, x->dtype, shape_of(*x));
+  c.running_mean = running_mean;
+  c.running_var = running_var;
+  c.eps = eps;
+  c.momentum = momentum;
   // A checkpoint replay recomputes the output only: the statistics were
   // updated once, by the forward pass.
-  const bool update = training && (running_mean || running_var) && !s->checkpoint_replaying;
-  const BnPath path = training ? batch_norm_path(fn) : BnPath::native;
+  c.update = training && (running_mean || running_var) && !s->checkpoint_replaying;
   BnStats st;
   bool library = false;
   TensorPtr lib_mean, lib_var;  // what the library call blended (blend_target)
-  View wv, bv;
   {
     NoGradGuard ng(s);
-    wc = as_stat(dense(weight), sd);
-    bc = as_stat(dense(bias), sd);
-    // The library call updates both running statistics or none. (With the
-    // numerics checker on, a backend that declines has cost two copies of
-    // [c] floats.)
-    const bool tried =
-        path != BnPath::native && y->numel() > 0 && c > 0 && (!update || (running_mean && running_var));
-    if (tried) {
-      st.mean = empty(s, sd, Shape{c});
-      st.invstd = empty(s, sd, Shape{c});
-      if (update) {
-        lib_mean = blend_target(*s, running_mean, sd);
-        lib_var = blend_target(*s, running_var, sd);
-      }
-      BatchNormTrainArgs a;
-      View rmv, rvv;
-      a.x = view_of(*xc);
-      a.y = view_of(*y);
-      a.mean = view_of(*st.mean);
-      a.invstd = view_of(*st.invstd);
-      a.weight = opt_view(wc, wv);
-      a.bias = opt_view(bc, bv);
-      a.running_mean = opt_view(lib_mean, rmv);
-      a.running_var = opt_view(lib_var, rvv);
-      a.outer = outer;
-      a.c = c;
-      a.inner = inner;
-      a.eps = eps;
-      a.momentum = momentum;
-      library = be.batch_norm_train_forward(a);
-    }
-    if (path == BnPath::library && tried && !library)
-      fail(MIXP_ERR_UNSUPPORTED, fn, ": MIXP_BATCH_NORM=library, but the ", be.name(),
-           " backend has no library batch norm for ", dtype_name(x->dtype), " x of shape ", shape_str(*x),
-           " with eps = ", eps, weight ? "" : " and no weight");
+    c.wc = as_stat(dense(weight), c.sd);
+    c.bc = as_stat(dense(bias), c.sd);
+    if (training) library = library_forward(fn, c, &st, &lib_mean, &lib_var);
     if (!library)
-      st = training ? batch_stats(*xc, outer, c, inner, eps)
-                    : running_stats(*running_mean, *running_var, sd, eps);
+      st = training ? batch_stats(*c.xc, c.g.outer, c.g.c, c.g.inner, eps)
+                    : running_stats(*running_mean, *running_var, c.sd, eps);
   }
-  const TensorPtr &mean = st.mean, &invstd = st.invstd;
-  if (!library && y->numel() > 0)
-    be.batch_norm_forward(view_of(*xc), outer, c, inner, view_of(*mean), view_of(*invstd),
-                          opt_view(wc, wv), opt_view(bc, bv), view_of(*y));
-
+  View wv, bv;
+  if (!library && c.y->numel() > 0)
+    backend_of(*x).batch_norm_forward(view_of(*c.xc), c.g.outer, c.g.c, c.g.inner, view_of(*st.mean),
+                                      view_of(*st.invstd), opt_view(c.wc, wv), opt_view(c.bc, bv), view_of(*c.y));
   if (should_record(s, {x.get(), weight.get(), bias.get()})) {
     auto node = std::make_shared<BatchNormNode>(OpId::batch_norm);
-    node->x = xc;
-    node->weight = wc;
+    node->x = c.xc;
+    node->weight = c.wc;
     node->grad_dtype[0] = weight ? weight->dtype : x->dtype;
     node->grad_dtype[1] = bias ? bias->dtype : x->dtype;
-    node->mean = mean;
-    node->invstd = invstd;
-    node->outer = outer;
-    node->c = c;
-    node->inner = inner;
+    node->mean = st.mean;
+    node->invstd = st.invstd;
+    node->outer = c.g.outer;
+    node->c = c.g.c;
+    node->inner = c.g.inner;
     node->batch_stats = training;
     node->library = library;
-    record(node, {x.get(), weight.get(), bias.get()}, {y.get()});
+    record(node, {x.get(), weight.get(), bias.get()}, {c.y.get()});
   }
 
   // The new running statistics are computed first and stored last, after
   // the numerics check, so that a failing call leaves them untouched.
-  // PyTorch's rule: running = (1 - momentum) * running + momentum * batch,
-  // with the unbiased variance.
   TensorPtr new_mean, new_var;
   if (library) {
     if (lib_mean != running_mean) new_mean = lib_mean;
     if (lib_var != running_var) new_var = lib_var;
-  } else if (update) {
-    NoGradGuard ng(s);
-    if (running_mean) new_mean = blended(*running_mean, sd, momentum, st.mean, momentum);
-    if (running_var)
-      new_var = blended(*running_var, sd, momentum, st.var, momentum * double(m) / double(m - 1));
+  } else if (c.update) {
+    blend_running_stats(c, st, &new_mean, &new_var);
   }
-  TensorPtr out = scope.finish(y);
+  TensorPtr out = scope.finish(c.y);
   if (new_mean) copy_into(*running_mean, *new_mean);
   if (new_var) copy_into(*running_var, *new_var);
   return out;

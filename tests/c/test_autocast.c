@@ -914,6 +914,75 @@ static void test_gradients_through_casts(void **state) {
   mixp_session_destroy(s);
 }
 
+/* Under autocast, cross_entropy reads half logits as they are (its kernels
+ * compute in fp32 from any float logits) instead of casting them to F32
+ * first: the loss and the logits' gradient are the bits of the explicit
+ * cast path, for each reduction, ignored rows and label smoothing, and no
+ * cast op runs. */
+static void test_cross_entropy_reads_half_logits(void **state) {
+  (void)state;
+  enum { N = 7, C = 37 };
+  const int64_t ls[2] = {N, C}, ts[1] = {N};
+  const int64_t tv[N] = {0, 36, 5, -100, 12, 12, 30};
+  double lv[N * C];
+  mt_fill(lv, N * C, -6.0, 6.0, 77);
+  const mixp_dtype halves[2] = {MIXP_BF16, MIXP_F16};
+  const mixp_reduction reds[3] = {MIXP_REDUCTION_MEAN, MIXP_REDUCTION_SUM, MIXP_REDUCTION_NONE};
+  for (int h = 0; h < 2; ++h)
+    for (int r = 0; r < 3; ++r)
+      for (int smooth = 0; smooth < 2; ++smooth) {
+        mixp_session *s = mt_session();
+        mixp_tensor *tgt = NULL;
+        MT_OK(mixp_tensor_from_host(s, tv, sizeof tv, MIXP_I64, ts, 1, &tgt));
+        mixp_cross_entropy_options o;
+        mixp_cross_entropy_options_init(&o);
+        o.reduction = reds[r];
+        o.label_smoothing = smooth ? 0.1 : 0.0;
+        double *loss_v[2], *grad_v[2];
+        for (int path = 0; path < 2; ++path) { /* 0: autocast reads the half logits; 1: explicit cast */
+          mixp_tensor *logits = mt_tensor(s, halves[h], lv, ls, 2), *wide = NULL, *loss = NULL, *g = NULL;
+          MT_OK(mixp_tensor_set_requires_grad(logits, 1));
+          if (path == 0) {
+            MT_OK(mixp_session_op_stats_start(s));
+            push(s, 1, MIXP_AMP_O1, halves[h]);
+            MT_OK(mixp_cross_entropy_ex(logits, tgt, &o, &loss));
+            MT_OK(mixp_autocast_pop(s));
+            MT_OK(mixp_session_op_stats_stop(s));
+            int64_t casts = -1;
+            MT_OK(mixp_session_op_stats_count(s, "cast", 0, MIXP_F32, &casts));
+            assert_int_equal(casts, 0);
+          } else {
+            MT_OK(mixp_cast(logits, MIXP_F32, &wide));
+            MT_OK(mixp_cross_entropy_ex(wide, tgt, &o, &loss));
+          }
+          assert_int_equal(mixp_tensor_dtype(loss), MIXP_F32);
+          if (r == 2) {
+            mixp_tensor *total = NULL;
+            MT_OK(mixp_sum(loss, NULL, 0, 0, &total));
+            MT_OK(mixp_backward(total, NULL));
+            mixp_tensor_release(total);
+          } else {
+            MT_OK(mixp_backward(loss, NULL));
+          }
+          MT_OK(mixp_tensor_grad(logits, &g));
+          assert_int_equal(mixp_tensor_dtype(g), halves[h]);
+          loss_v[path] = mt_values(loss);
+          grad_v[path] = mt_values(g);
+          mixp_tensor *all[4] = {logits, wide, loss, g};
+          for (int i = 0; i < 4; ++i) mixp_tensor_release(all[i]);
+        }
+        const int64_t nl = r == 2 ? N : 1;
+        assert_memory_equal(loss_v[0], loss_v[1], (size_t)nl * sizeof(double));
+        assert_memory_equal(grad_v[0], grad_v[1], (size_t)N * C * sizeof(double));
+        for (int p = 0; p < 2; ++p) {
+          free(loss_v[p]);
+          free(grad_v[p]);
+        }
+        mixp_tensor_release(tgt);
+        mixp_session_destroy(s);
+      }
+}
+
 /* Linear layer + cross-entropy under O1 bf16: bf16 logits, F32 loss, F32
  * gradients for the F32 parameters. */
 static void test_linear_cross_entropy_o1_bf16(void **state) {
@@ -1219,6 +1288,7 @@ int main(void) {
       cmocka_unit_test(test_nesting),
       cmocka_unit_test(test_gradients_through_casts),
       cmocka_unit_test(test_linear_cross_entropy_o1_bf16),
+      cmocka_unit_test(test_cross_entropy_reads_half_logits),
       cmocka_unit_test(test_cache_parameter_cast_once),
       cmocka_unit_test(test_cache_not_used),
       cmocka_unit_test(test_cache_cleared_by_outermost_pop),

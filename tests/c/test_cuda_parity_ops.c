@@ -563,6 +563,17 @@ static void test_batch_norm_paths(void **state) {
         free(native[i]);
       }
     }
+  /* On a GPU, cuDNN must take the F32 and F16 cases in both layouts (BF16
+   * is taken where cuDNN supports it): a decline here (say, a reserve space
+   * the node does not keep) fails instead of silently composing. */
+  if (strcmp(g_gpu_device, "cuda") == 0)
+    for (int k = 0; k < 2; ++k)
+      for (int l = 0; l < 2; ++l) {
+        double *forced[BN_OUTS];
+        int64_t n[BN_OUTS];
+        batch_norm_run(k_dtypes[k], l == 0 ? MIXP_NCHW : MIXP_NHWC, "library", forced, n);
+        for (int i = 0; i < BN_OUTS; ++i) free(forced[i]);
+      }
   /* Misuse: the variable's value, and a forced path the backend declines. */
   const int64_t xs[2] = {4, 3}, cs[1] = {3};
   double xv[12], zeros[3] = {0, 0, 0};
