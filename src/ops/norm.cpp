@@ -1,7 +1,9 @@
 // Normalisation layers as ops: batch_norm (with running statistics),
 // layer_norm and group_norm. Statistics are computed by the backend in
 // double and kept in F32 (F64 for F64 inputs) whatever the input type, and
-// the backward passes reuse them.
+// the backward passes reuse them; a training batch_norm the backend runs as
+// one library call (cuDNN's: fp32 statistics) takes that path instead
+// (MIXP_BATCH_NORM).
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
