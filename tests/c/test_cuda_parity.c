@@ -637,26 +637,73 @@ static void test_embedding_step_is_sync_free(void **state) {
   mixp_module_destroy(lin);
 }
 
+/* A zoo model with every parameter under one optimizer and a GradScaler. */
+enum { RIG_MAXP = 128 };
+typedef struct zoo_rig {
+  mixp_session *s;
+  mixp_module *m;
+  mixp_tensor *params[RIG_MAXP];
+  int np;
+  mixp_optimizer *opt;
+  mixp_grad_scaler *scaler;
+} zoo_rig;
+
+static zoo_rig zoo_rig_make(mixp_session *s, const char *config, const mixp_optimizer_options *oo) {
+  zoo_rig r = {s, NULL, {NULL}, 0, NULL, NULL};
+  MT_OK(mixp_model_create(s, config, &r.m));
+  r.np = mixp_module_num_parameters(r.m);
+  assert_true(r.np > 0 && r.np <= RIG_MAXP);
+  for (int i = 0; i < r.np; ++i) MT_OK(mixp_module_parameter(r.m, i, &r.params[i]));
+  MT_OK(mixp_optimizer_create(s, r.params, r.np, oo, &r.opt));
+  mixp_grad_scaler_options go;
+  mixp_grad_scaler_options_init(&go);
+  MT_OK(mixp_grad_scaler_create(s, &go, &r.scaler));
+  return r;
+}
+
+static void zoo_rig_free(zoo_rig *r) {
+  for (int i = 0; i < r->np; ++i) mixp_tensor_release(r->params[i]);
+  mixp_grad_scaler_destroy(r->scaler);
+  mixp_optimizer_destroy(r->opt);
+  mixp_module_destroy(r->m);
+}
+
+/* One training step of r under `dt` autocast: forward, cross-entropy (of
+ * the logits reshaped to `flat` when given), the GradScaler's step; it must
+ * not wait for the device after warm-up (expect_no_wait). x and y are the
+ * caller's. */
+static void zoo_rig_step(zoo_rig *r, mixp_tensor *x, mixp_tensor *y, mixp_dtype dt, const int64_t *flat, int it,
+                         const char *what) {
+  mixp_tensor *logits = NULL, *l2 = NULL, *loss = NULL;
+  uint64_t before = 0;
+  MT_OK(mixp_session_host_syncs(r->s, &before));
+  mixp_autocast_options ao;
+  mixp_autocast_options_init(&ao);
+  ao.dtype = dt;
+  MT_OK(mixp_autocast_push(r->s, &ao));
+  MT_OK(mixp_module_forward(r->m, x, &logits));
+  if (flat) MT_OK(mixp_reshape(logits, flat, 2, &l2));
+  MT_OK(mixp_cross_entropy(flat ? l2 : logits, y, MIXP_REDUCTION_MEAN, -100, &loss));
+  MT_OK(mixp_autocast_pop(r->s));
+  MT_OK(mixp_optimizer_zero_grad(r->opt));
+  scaler_step(r->opt, r->scaler, loss);
+  expect_no_wait(r->s, before, it, what);
+  double v = 0;
+  MT_OK(mixp_tensor_item(loss, &v));
+  assert_true(isfinite(v));
+  mixp_tensor_release(logits);
+  mixp_tensor_release(l2);
+  mixp_tensor_release(loss);
+}
+
 /* The same for a transformer: causal self-attention (its mask is built on
  * the device), layer norm, GELU, dropout, a tied embedding; bf16 autocast. */
 static void test_gpt_step_is_sync_free(void **state) {
   (void)state;
-  enum { V = 50, B = 4, T = 16, MAXP = 64 };
-  mixp_session *s = g_gpu;
-  mixp_module *gpt = NULL;
-  MT_OK(mixp_model_create(s, "gpt n_layer=2 n_head=2 n_embd=32 vocab=50 block_size=16 dropout=0.1", &gpt));
-  const int np = mixp_module_num_parameters(gpt);
-  assert_true(np > 0 && np <= MAXP);
-  mixp_tensor *params[MAXP];
-  for (int i = 0; i < np; ++i) MT_OK(mixp_module_parameter(gpt, i, &params[i]));
+  enum { V = 50, B = 4, T = 16 };
   mixp_optimizer_options oo;
   mixp_optimizer_options_init(&oo, MIXP_OPTIM_ADAMW);
-  mixp_optimizer *opt = NULL;
-  MT_OK(mixp_optimizer_create(s, params, np, &oo, &opt));
-  mixp_grad_scaler_options go;
-  mixp_grad_scaler_options_init(&go);
-  mixp_grad_scaler *scaler = NULL;
-  MT_OK(mixp_grad_scaler_create(s, &go, &scaler));
+  zoo_rig r = zoo_rig_make(g_gpu, "gpt n_layer=2 n_head=2 n_embd=32 vocab=50 block_size=16 dropout=0.1", &oo);
   for (int it = 0; it < 6; ++it) {
     int64_t tok[B * T], tgt[B * T];
     for (int i = 0; i < B * T; ++i) {
@@ -664,32 +711,14 @@ static void test_gpt_step_is_sync_free(void **state) {
       tgt[i] = (i * 11 + it) % V;
     }
     const int64_t tshape[2] = {B, T}, yshape[1] = {B * T}, flat[2] = {B * T, V};
-    mixp_tensor *x = NULL, *y = NULL, *logits = NULL, *l2 = NULL, *loss = NULL;
-    MT_OK(mixp_tensor_from_host(s, tok, sizeof tok, MIXP_I64, tshape, 2, &x));
-    MT_OK(mixp_tensor_from_host(s, tgt, sizeof tgt, MIXP_I64, yshape, 1, &y));
-    uint64_t before = 0;
-    MT_OK(mixp_session_host_syncs(s, &before));
-    mixp_autocast_options ao;
-    mixp_autocast_options_init(&ao);
-    ao.dtype = MIXP_BF16;
-    MT_OK(mixp_autocast_push(s, &ao));
-    MT_OK(mixp_module_forward(gpt, x, &logits));
-    MT_OK(mixp_reshape(logits, flat, 2, &l2));
-    MT_OK(mixp_cross_entropy(l2, y, MIXP_REDUCTION_MEAN, -100, &loss));
-    MT_OK(mixp_autocast_pop(s));
-    MT_OK(mixp_optimizer_zero_grad(opt));
-    scaler_step(opt, scaler, loss);
-    expect_no_wait(s, before, it, "a GPT");
-    double v = 0;
-    MT_OK(mixp_tensor_item(loss, &v));
-    assert_true(isfinite(v));
-    mixp_tensor *ts[] = {x, y, logits, l2, loss};
-    for (size_t k = 0; k < sizeof ts / sizeof *ts; ++k) mixp_tensor_release(ts[k]);
+    mixp_tensor *x = NULL, *y = NULL;
+    MT_OK(mixp_tensor_from_host(r.s, tok, sizeof tok, MIXP_I64, tshape, 2, &x));
+    MT_OK(mixp_tensor_from_host(r.s, tgt, sizeof tgt, MIXP_I64, yshape, 1, &y));
+    zoo_rig_step(&r, x, y, MIXP_BF16, flat, it, "a GPT");
+    mixp_tensor_release(x);
+    mixp_tensor_release(y);
   }
-  for (int i = 0; i < np; ++i) mixp_tensor_release(params[i]);
-  mixp_grad_scaler_destroy(scaler);
-  mixp_optimizer_destroy(opt);
-  mixp_module_destroy(gpt);
+  zoo_rig_free(&r);
 }
 
 /* The same for a conv net with batch norm in training mode (running
@@ -697,58 +726,32 @@ static void test_gpt_step_is_sync_free(void **state) {
  * layouts; f16 autocast with a GradScaler, as ResNet-50 O1 runs. A host
  * read per batch-norm layer once cost 53 waits a ResNet-50 step. */
 static void resnet_step_is_sync_free(const char *config) {
-  enum { B = 4, C = 3, H = 32, W = 32, K = 10, MAXP = 128 };
-  mixp_session *s = g_gpu;
-  mixp_module *net = NULL;
-  MT_OK(mixp_model_create(s, config, &net));
-  const int np = mixp_module_num_parameters(net);
-  assert_true(np > 0 && np <= MAXP);
-  mixp_tensor *params[MAXP];
-  for (int i = 0; i < np; ++i) MT_OK(mixp_module_parameter(net, i, &params[i]));
+  enum { B = 4, C = 3, H = 32, W = 32, K = 10 };
   mixp_optimizer_options oo;
   mixp_optimizer_options_init(&oo, MIXP_OPTIM_SGD);
   oo.momentum = 0.9;
-  mixp_optimizer *opt = NULL;
-  MT_OK(mixp_optimizer_create(s, params, np, &oo, &opt));
-  mixp_grad_scaler_options go;
-  mixp_grad_scaler_options_init(&go);
-  mixp_grad_scaler *scaler = NULL;
-  MT_OK(mixp_grad_scaler_create(s, &go, &scaler));
+  zoo_rig r = zoo_rig_make(g_gpu, config, &oo);
   static float img[B * C * H * W];
   for (int it = 0; it < 5; ++it) {
     for (int i = 0; i < B * C * H * W; ++i) img[i] = (float)((i * 13 + it * 7) % 17) / 17.0f - 0.5f;
     int64_t tgt[B];
     for (int i = 0; i < B; ++i) tgt[i] = (i * 3 + it) % K;
     const int64_t xshape[4] = {B, C, H, W}, yshape[1] = {B};
-    mixp_tensor *x = NULL, *y = NULL, *logits = NULL, *loss = NULL;
-    MT_OK(mixp_tensor_from_host(s, img, sizeof img, MIXP_F32, xshape, 4, &x));
-    MT_OK(mixp_tensor_from_host(s, tgt, sizeof tgt, MIXP_I64, yshape, 1, &y));
-    uint64_t before = 0;
-    MT_OK(mixp_session_host_syncs(s, &before));
-    mixp_autocast_options ao;
-    mixp_autocast_options_init(&ao);
-    ao.dtype = MIXP_F16;
-    MT_OK(mixp_autocast_push(s, &ao));
-    MT_OK(mixp_module_forward(net, x, &logits));
-    MT_OK(mixp_cross_entropy(logits, y, MIXP_REDUCTION_MEAN, -100, &loss));
-    MT_OK(mixp_autocast_pop(s));
-    MT_OK(mixp_optimizer_zero_grad(opt));
-    scaler_step(opt, scaler, loss);
-    expect_no_wait(s, before, it, config);
-    double v = 0;
-    MT_OK(mixp_tensor_item(loss, &v));
-    assert_true(isfinite(v));
-    mixp_tensor *ts[] = {x, y, logits, loss};
-    for (size_t k = 0; k < sizeof ts / sizeof *ts; ++k) mixp_tensor_release(ts[k]);
+    mixp_tensor *x = NULL, *y = NULL;
+    MT_OK(mixp_tensor_from_host(r.s, img, sizeof img, MIXP_F32, xshape, 4, &x));
+    MT_OK(mixp_tensor_from_host(r.s, tgt, sizeof tgt, MIXP_I64, yshape, 1, &y));
+    zoo_rig_step(&r, x, y, MIXP_F16, NULL, it, config);
+    mixp_tensor_release(x);
+    mixp_tensor_release(y);
   }
   /* Five training forwards, counted on the device. */
   int counted = 0;
-  for (int i = 0; i < mixp_module_num_buffers(net); ++i) {
-    const char *name = mixp_module_buffer_name(net, i);
+  for (int i = 0; i < mixp_module_num_buffers(r.m); ++i) {
+    const char *name = mixp_module_buffer_name(r.m, i);
     const size_t len = strlen(name), tail = strlen("num_batches_tracked");
     if (len < tail || strcmp(name + len - tail, "num_batches_tracked")) continue;
     mixp_tensor *count = NULL;
-    MT_OK(mixp_module_buffer(net, i, &count));
+    MT_OK(mixp_module_buffer(r.m, i, &count));
     int64_t n = -1;
     MT_OK(mixp_tensor_to_host(count, &n, sizeof n));
     assert_int_equal(n, 5);
@@ -756,10 +759,7 @@ static void resnet_step_is_sync_free(const char *config) {
     ++counted;
   }
   assert_true(counted > 0);
-  for (int i = 0; i < np; ++i) mixp_tensor_release(params[i]);
-  mixp_grad_scaler_destroy(scaler);
-  mixp_optimizer_destroy(opt);
-  mixp_module_destroy(net);
+  zoo_rig_free(&r);
 }
 
 static void test_resnet_step_is_sync_free(void **state) {
