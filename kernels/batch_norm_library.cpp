@@ -74,15 +74,15 @@ bool describe(const BatchNormTrainArgs &a, BnDescs &d, cudnnBatchNormMode_t *mod
 // it is returned before anything is launched.
 bool declined(cudnnStatus_t st) { return st == CUDNN_STATUS_NOT_SUPPORTED || st == CUDNN_STATUS_BAD_PARAM; }
 
-// [c] F32 scratch filled with `value` (a missing weight or bias).
-void fill_f32(CudaBackend &be, void *p, int64_t c, double value) {
+// A contiguous [c] F32 vector at p (scratch, or cuDNN's parameter gradients).
+View f32_vector(void *p, int64_t c) {
   View v;
   v.data = p;
   v.dtype = MIXP_F32;
   v.ndim = 1;
   v.shape[0] = c;
   v.strides[0] = 1;
-  be.fill(v, value);
+  return v;
 }
 
 }  // namespace
@@ -119,11 +119,11 @@ bool CudaBackend::batch_norm_train_forward(const BatchNormTrainArgs &a) {
   const void *b = a.bias ? a.bias->data : take(slot);
   void *rm = own_stats ? take(slot) : a.running_mean->data;
   void *rv = own_stats ? take(slot) : a.running_var->data;
-  if (!a.weight) fill_f32(*this, const_cast<void *>(w), c, 1.0);
-  if (!a.bias) fill_f32(*this, const_cast<void *>(b), c, 0.0);
+  if (!a.weight) fill(f32_vector(const_cast<void *>(w), c), 1.0);
+  if (!a.bias) fill(f32_vector(const_cast<void *>(b), c), 0.0);
   if (own_stats) {
-    fill_f32(*this, rm, c, 0.0);
-    fill_f32(*this, rv, c, 1.0);
+    fill(f32_vector(rm, c), 0.0);
+    fill(f32_vector(rv, c), 1.0);
   }
   Scratch ws(*this, ws_bytes);
   const float one = 1.0f, zero = 0.0f;
@@ -169,19 +169,8 @@ bool CudaBackend::batch_norm_train_backward(const BatchNormTrainArgs &a) {
                                          a.invstd.data, nullptr, ws.p, ws_bytes, nullptr, 0);
   if (declined(st)) return false;
   MIXP_CUDNN_CHECK(st);
-  View f32;
-  f32.dtype = MIXP_F32;
-  f32.ndim = 1;
-  f32.shape[0] = c;
-  f32.strides[0] = 1;
-  if (a.gw) {
-    f32.data = gw32;
-    copy(f32, *a.gw);
-  }
-  if (a.gb) {
-    f32.data = gb32;
-    copy(f32, *a.gb);
-  }
+  if (a.gw) copy(f32_vector(gw32, c), *a.gw);
+  if (a.gb) copy(f32_vector(gb32, c), *a.gb);
   return true;
 }
 

@@ -1,8 +1,6 @@
 // The fused path of scaled_dot_product_attention (attention_fused.hpp).
 #include "ops/attention_fused.hpp"
 
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -73,12 +71,11 @@ struct FusedAttentionNode : Node {
 }  // namespace
 
 AttentionPath attention_path(const char *fn) {
-  const char *env = std::getenv("MIXP_ATTENTION");
-  if (env == nullptr || *env == '\0' || std::strcmp(env, "auto") == 0) return AttentionPath::automatic;
-  if (std::strcmp(env, "fused") == 0) return AttentionPath::fused;
-  if (std::strcmp(env, "composed") == 0) return AttentionPath::composed;
-  fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": the environment variable MIXP_ATTENTION = '", env,
-       "' is none of fused, composed, auto");
+  switch (env_choice(fn, "MIXP_ATTENTION", {"auto", "fused", "composed"})) {
+    case 1: return AttentionPath::fused;
+    case 2: return AttentionPath::composed;
+    default: return AttentionPath::automatic;
+  }
 }
 
 bool fused_attention_shapes(const Tensor &q, const Tensor &k, const Tensor &v) {

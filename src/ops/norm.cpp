@@ -5,8 +5,6 @@
 // one library call (cuDNN's: fp32 statistics) takes that path instead
 // (MIXP_BATCH_NORM).
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -266,14 +264,9 @@ TensorPtr blended(const Tensor &running, DType sd, double momentum, const Tensor
 // (unset: auto, the backend's library call wherever it runs the case; native:
 // the core kernels, double statistics, on every device). Read at every
 // call, so a benchmark can compare the two; any other value fails naming fn.
-enum class BnPath { automatic, library, native };
+enum class BnPath { automatic, library, native };  // in env_choice's order
 BnPath batch_norm_path(const char *fn) {
-  const char *env = std::getenv("MIXP_BATCH_NORM");
-  if (env == nullptr || *env == '\0' || std::strcmp(env, "auto") == 0) return BnPath::automatic;
-  if (std::strcmp(env, "library") == 0) return BnPath::library;
-  if (std::strcmp(env, "native") == 0) return BnPath::native;
-  fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": the environment variable MIXP_BATCH_NORM = '", env,
-       "' is none of library, native, auto");
+  return BnPath(env_choice(fn, "MIXP_BATCH_NORM", {"auto", "library", "native"}));
 }
 
 // The running statistics a library call blends in place: the buffers

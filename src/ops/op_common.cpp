@@ -7,7 +7,10 @@
 // declarations and the rules an op author follows are in ops/ops.hpp.
 #include "ops/ops.hpp"
 
+#include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <string>
 
 #include "autocast/autocast.hpp"
 #include "autograd/node.hpp"
@@ -183,6 +186,18 @@ Session *same_session(const char *fn, std::initializer_list<const Tensor *> ts) 
            t->session->device, ")");
   }
   return s;
+}
+
+int env_choice(const char *fn, const char *var, std::initializer_list<const char *> choices) {
+  const char *env = std::getenv(var);
+  if (env == nullptr || *env == '\0') return 0;
+  int i = 0;
+  std::string names;
+  for (const char *c : choices) {
+    if (std::strcmp(env, c) == 0) return i;
+    names += (i++ ? ", " : "") + std::string(c);
+  }
+  fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": the environment variable ", var, " = '", env, "' is none of ", names);
 }
 
 void require_float(const char *fn, const char *arg, const Tensor &t) {

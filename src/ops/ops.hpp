@@ -121,6 +121,12 @@ void record_trace(Session *s, const char *op, bool backward, int index, const Te
 Backend &backend_of(const Tensor &t) noexcept;
 // Fails unless all tensors share one session; returns it.
 Session *same_session(const char *fn, std::initializer_list<const Tensor *> ts);
+// Which of `choices` the environment variable `var` names, read at every
+// call (so a benchmark can switch paths between calls): 0, the first choice
+// (the default, "auto"), when unset or empty; any other value fails with
+// MIXP_ERR_INVALID_ARGUMENT naming fn, the variable and the choices.
+// MIXP_ATTENTION and MIXP_BATCH_NORM pick an op's path this way.
+int env_choice(const char *fn, const char *var, std::initializer_list<const char *> choices);
 // Fails with MIXP_ERR_DTYPE naming fn/arg unless t is a float tensor.
 void require_float(const char *fn, const char *arg, const Tensor &t);
 // Fails with MIXP_ERR_DTYPE unless a and b have equal dtypes.
