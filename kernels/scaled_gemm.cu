@@ -152,9 +152,14 @@ void run_lt(CudaBackend::Libs &L, cudaStream_t stream, const ScaledGemmArgs &g, 
          bias ? " with bias" : "", ")");
   const float one = 1.0f, zero = 0.0f;
   cublasStatus_t first = CUBLAS_STATUS_SUCCESS;
+  // The whole workspace, not the candidate's workspaceSize: on an H200
+  // (cuBLASLt 13.1) both FP8 kernels the heuristic proposed for 16x16x16
+  // (algorithm 66, clustered) asked for 0 bytes and were refused at launch
+  // with NOT_SUPPORTED when given 0, while PyTorch's _scaled_mm, passing its
+  // whole workspace, ran the same algorithm on the same shape.
   for (int i = 0; i < found; ++i) {
     const cublasStatus_t st = cublasLtMatmul(L.lt, c.op, &one, bt, c.a, a, c.b, &zero, g.d.data, c.d, g.d.data,
-                                             c.d, &results[i].algo, L.workspace, results[i].workspaceSize, stream);
+                                             c.d, &results[i].algo, L.workspace, L.workspace_bytes, stream);
     if (st == CUBLAS_STATUS_SUCCESS) return;
     if (first == CUBLAS_STATUS_SUCCESS) first = st;
   }

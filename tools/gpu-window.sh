@@ -17,8 +17,7 @@
 #                         mixp_profile_report's top 20 ops by device time
 #   6. resnet50 O2 with MIXP_BATCH_NORM=native (what cuDNN's batch norm buys)
 #   7. gpt2 O2 with MIXP_CUBLASLT_AUTOTUNE=1 (timed GEMM algorithms)
-#   8. gpt2 O2 with MIXP_ATTENTION=composed (what fused attention buys)
-#   9. resnet18 and mobilenet_v3_large O2 beside PyTorch, until the budget ends
+#   8. resnet18 and mobilenet_v3_large O2 beside PyTorch, until the budget ends
 # Environment: WINDOW_SECONDS (default 575) is the whole budget; the rest is
 # tools/gpu-check.sh's (carry gpu-deps/, made by tools/gpu-deps.sh).
 set -u
@@ -57,7 +56,6 @@ profile --workload gpt2 --mode o2
 MIXP_CUDNN_BENCHMARK=1 MIXP_CUDNN_DETERMINISTIC=0 MIXP_BATCH_NORM=native models 35 30 --workload resnet50 --mode o2 \
   --step-seconds 1 --no-torch
 MIXP_CUBLASLT_AUTOTUNE=1 models 35 40 --workload gpt2 --mode o2 --step-seconds 1 --no-torch
-MIXP_ATTENTION=composed models 35 30 --workload gpt2 --mode o2 --step-seconds 1 --no-torch
 MIXP_CUDNN_BENCHMARK=1 MIXP_CUDNN_DETERMINISTIC=0 models 50 600 --workload resnet18 --workload mobilenet_v3_large \
   --mode o2 --step-seconds 1
 echo "gpu-window: done, $(left) s of the budget left"
