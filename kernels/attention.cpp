@@ -54,8 +54,13 @@ Dims strides_of(const View &v) {
     if (v.shape[i] == 1) s[i] = v.shape[i + 1] * s[i + 1];
   return s;
 }
-Dims packed(int64_t h, int64_t rows, int64_t d) {
-  return {h * rows * d, rows * d, d, 1};
+
+// The layout the op gives o and the gradients (dense_strides_in_order of
+// the tensor they belong to), as the graphs are planned for it.
+Dims dense_like(const View &v) {
+  View d = v;
+  dense_strides_in_order(v, d.strides);
+  return strides_of(d);
 }
 
 bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -166,8 +171,9 @@ std::shared_ptr<fe::graph::Graph> forward_graph(const AttentionArgs &a, cudnnHan
   return plan_graph(*g, h, workspace) ? g : nullptr;
 }
 
-// dO, dQ, dK and dV packed [B, H, rows, D]; deterministic (no atomics in
-// dQ's accumulation), as every mixp backward is.
+// dO in o's layout, dQ, dK and dV each in its input's (dense_like: no
+// copies where q, k and v are heads viewed out of one projection);
+// deterministic (no atomics in dQ's accumulation), as every mixp backward is.
 std::shared_ptr<fe::graph::Graph> backward_graph(const AttentionArgs &a, cudnnHandle_t h,
                                                  int64_t *workspace) {
   const int64_t b = a.q.shape[0], nh = a.q.shape[1], l = a.q.shape[2], s = a.k.shape[2],
@@ -184,11 +190,11 @@ std::shared_ptr<fe::graph::Graph> backward_graph(const AttentionArgs &a, cudnnHa
   TensorAttr stats = g->tensor(fe::graph::Tensor_attributes().set_name("lse"));
   auto [dq, dk, dv] = g->sdpa_backward(
       tensor(*g, "q", kQ, a.q), tensor(*g, "k", kK, a.k), tensor(*g, "v", kV, a.v),
-      tensor(*g, "o", kO, a.o), tensor(*g, "dO", kDO, dims_of(a.o), packed(nh, l, d)),
+      tensor(*g, "o", kO, a.o), tensor(*g, "dO", kDO, dims_of(a.o), dense_like(a.o)),
       as_stats(stats, a.q), opts);
-  dq->set_output(true).set_uid(kDQ).set_dim({b, nh, l, d}).set_stride(packed(nh, l, d));
-  dk->set_output(true).set_uid(kDK).set_dim({b, nh, s, d}).set_stride(packed(nh, s, d));
-  dv->set_output(true).set_uid(kDV).set_dim({b, nh, s, d}).set_stride(packed(nh, s, d));
+  dq->set_output(true).set_uid(kDQ).set_dim({b, nh, l, d}).set_stride(dense_like(a.q));
+  dk->set_output(true).set_uid(kDK).set_dim({b, nh, s, d}).set_stride(dense_like(a.k));
+  dv->set_output(true).set_uid(kDV).set_dim({b, nh, s, d}).set_stride(dense_like(a.v));
   return plan_graph(*g, h, workspace) ? g : nullptr;
 }
 
@@ -251,24 +257,41 @@ bool CudaBackend::attention_forward(const AttentionArgs &a) {
   return true;
 }
 
+namespace {
+
+// One tensor of the backward graph in the layout it was planned for: the
+// caller's View itself when it has that layout, else dense scratch (dO
+// copied in before the graph runs, a gradient copied out after it).
+struct PlannedView {
+  View at;
+  Scratch scratch;
+  PlannedView(CudaBackend &be, const View &given, const Dims &want)
+      : at(given),
+        scratch(be, strides_of(given) == want && aligned16(given.data)
+                        ? 0
+                        : size_t(given.numel()) * dtype_size(given.dtype)) {
+    if (!scratch.p) return;
+    at.data = scratch.p;
+    for (int i = 0; i < 4; ++i) at.strides[i] = want[size_t(i)];
+  }
+};
+
+}  // namespace
+
 bool CudaBackend::attention_backward(const AttentionArgs &a) {
   const AttentionPlan *p = plan_for(*this, a);
   if (!p) return false;
-  // The graph reads dO packed; a gradient with other strides is packed first.
-  const int64_t b = a.q.shape[0], h = a.q.shape[1], l = a.q.shape[2], d = a.q.shape[3];
-  const Dims want = packed(h, l, d), have = strides_of(a.dout);
-  View dout = a.dout;
-  const bool repack = have != want || !aligned16(dout.data);
-  Scratch packed_dout(*this, repack ? size_t(b * h * l * d) * dtype_size(dout.dtype) : 0);
-  if (repack) {
-    dout.data = packed_dout.p;
-    for (int i = 0; i < 4; ++i) dout.strides[i] = want[size_t(i)];
-    copy(a.dout, dout);
-  }
+  PlannedView dout(*this, a.dout, dense_like(a.o)), dq(*this, a.dq, dense_like(a.q)),
+      dk(*this, a.dk, dense_like(a.k)), dv(*this, a.dv, dense_like(a.v));
+  if (dout.scratch.p) copy(a.dout, dout.at);
   std::unordered_map<int64_t, void *> pack = {
-      {kQ, a.q.data},   {kK, a.k.data},   {kV, a.v.data},   {kO, a.o.data},  {kStats, a.lse.data},
-      {kDO, dout.data}, {kDQ, a.dq.data}, {kDK, a.dk.data}, {kDV, a.dv.data}};
+      {kQ, a.q.data},      {kK, a.k.data},      {kV, a.v.data},      {kO, a.o.data},
+      {kStats, a.lse.data}, {kDO, dout.at.data}, {kDQ, dq.at.data},   {kDK, dk.at.data},
+      {kDV, dv.at.data}};
   execute(*this, a, *p->bwd, p->bwd_workspace, pack);
+  if (dq.scratch.p) copy(dq.at, a.dq);
+  if (dk.scratch.p) copy(dk.at, a.dk);
+  if (dv.scratch.p) copy(dv.at, a.dv);
   return true;
 }
 

@@ -31,7 +31,11 @@ struct AttentionArgs {
   double dropout_p = 0.0;
   uint64_t seed = 0, offset = 0;
   // Backward only: the gradient of o (strided as o may be) and the
-  // gradients of q, k and v (overwritten; contiguous [B, H, L|S, D]).
+  // gradients of q, k and v (overwritten; any strides with a unit stride
+  // along D). The op lays o, dq, dk and dv out by dense_strides_in_order of
+  // q, q, k and v (view.hpp), and a backend may expect dO in o's layout:
+  // CUDA plans its graphs for exactly these and copies through scratch
+  // when handed others.
   View dout, dq, dk, dv;
 };
 

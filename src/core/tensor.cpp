@@ -94,6 +94,12 @@ TensorPtr empty(Session *s, DType dtype, const Shape &shape) {
   return wrap_storage(s, dtype, shape, std::move(storage));
 }
 
+TensorPtr empty_in_order_of(Session *s, DType dtype, const Tensor &like) {
+  TensorPtr t = empty(s, dtype, shape_of(like));
+  dense_strides_in_order(view_of(like), t->strides);
+  return t;
+}
+
 TensorPtr wrap_storage(Session *s, DType dtype, const Shape &shape, std::shared_ptr<Storage> storage) {
   TensorPtr t = TensorPtr::adopt(new mixp_tensor());
   t->session = SessionRef::share(s);

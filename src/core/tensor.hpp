@@ -138,6 +138,9 @@ int wrap_dim(int dim, int ndim, const char *fn, const char *arg = "dim");
 // extent, more than 2^62 elements, more than PTRDIFF_MAX bytes) and with
 // MIXP_ERR_OUT_OF_MEMORY when the backend cannot allocate it.
 TensorPtr empty(Session *s, DType dtype, const Shape &shape);
+// Like empty, with like's shape and its dimensions laid out densely in the
+// order of like's strides (dense_strides_in_order, backend/view.hpp).
+TensorPtr empty_in_order_of(Session *s, DType dtype, const Tensor &like);
 // A contiguous tensor header over an existing storage.
 TensorPtr wrap_storage(Session *s, DType dtype, const Shape &shape, std::shared_ptr<Storage> storage);
 // Zero-filled contiguous tensor.

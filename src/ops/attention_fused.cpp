@@ -41,9 +41,12 @@ struct FusedAttentionNode : Node {
     if (dout->dtype != o->dtype) dout = cast(dout, o->dtype);
     // A gradient broadcast along E (stride 0), say from a sum, is made whole.
     if (dout->ndim == 0 || dout->strides[dout->ndim - 1] != 1) dout = contiguous(dout);
-    TensorPtr dq = empty(s, q->dtype, shape_of(*q));
-    TensorPtr dk = empty(s, k->dtype, shape_of(*k));
-    TensorPtr dv = empty(s, v->dtype, shape_of(*v));
+    // Each gradient laid out as its input is: heads viewed out of a
+    // [B, T, 3, H, D] projection get [B, T, H, D]-dense gradients, which the
+    // transpose and reshape that made the heads take back as views.
+    TensorPtr dq = empty_in_order_of(s, q->dtype, *q);
+    TensorPtr dk = empty_in_order_of(s, k->dtype, *k);
+    TensorPtr dv = empty_in_order_of(s, v->dtype, *v);
     AttentionArgs a = args;
     a.q = view4(*q);
     a.k = view4(*k);
@@ -103,7 +106,10 @@ TensorPtr fused_attention(const TensorPtr &q, const TensorPtr &k, const TensorPt
     a.seed = s->seed;
     a.offset = s->take_rng(uint64_t(bh) * uint64_t(l) * uint64_t(sk));
   }
-  TensorPtr o = empty(s, q->dtype, shape_of(*q));
+  // o in q's layout (as PyTorch's fused SDPA): [B, H, T, D] heads of a
+  // [B, T, ...] projection give a [B, T, H, D]-dense o, which transposes
+  // and reshapes back to [B, T, E] without a copy.
+  TensorPtr o = empty_in_order_of(s, q->dtype, *q);
   TensorPtr lse = empty(s, q->dtype == MIXP_F64 ? MIXP_F64 : MIXP_F32, Shape{bh, l});
   a.o = view4(*o);
   a.lse = view_of(*lse);

@@ -1,5 +1,5 @@
-// Shape operations built on views: split (one slice per piece), flatten (a
-// reshape) and constant padding (whose backward is padding by the negated
+// Shape operations built on views: split (one view per piece, one node for
+// all of them), flatten (a reshape) and constant padding (whose backward is padding by the negated
 // amounts, i.e. the slice of the gradient that the input occupies).
 #include <algorithm>
 #include <memory>
@@ -19,6 +19,35 @@ struct PadNode : Node {
     std::vector<int64_t> inv(pads.size());
     for (size_t i = 0; i < pads.size(); ++i) inv[i] = -pads[i];
     return {pad(g[0], inv, 0.0)};
+  }
+};
+
+// The pieces' gradients written into one gradient of x (a cat): one
+// buffer and one copy per piece, where a slice node per piece would fill a
+// zero tensor of x's size for each and the engine then add them up. Only
+// the parts of pieces without a gradient are zeroed.
+struct SplitNode : Node {
+  using Node::Node;
+  int dim = 0;
+  std::vector<int64_t> sizes;
+  std::vector<TensorPtr> backward(std::vector<TensorPtr> &g) override {
+    const Shape &in = input_shapes[0];
+    Session *s = nullptr;
+    for (const TensorPtr &gi : g)
+      if (gi) s = gi->session.get();
+    TensorPtr gx = empty(s, input_dtypes[0], in);
+    int64_t start = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      Shape piece = in;
+      piece.d[dim] = sizes[i];
+      TensorPtr region = make_view(*gx, piece, gx->strides, start * gx->strides[dim]);
+      if (region->numel() > 0) {
+        if (g[i]) copy_into(*region, *g[i]);
+        else s->backend->fill(view_of(*region), 0.0);
+      }
+      start += sizes[i];
+    }
+    return {gx};
   }
 };
 
@@ -44,12 +73,23 @@ std::vector<TensorPtr> split(const TensorPtr &x, const std::vector<int64_t> &siz
     fail(MIXP_ERR_SHAPE, fn, ": sizes add up to ", total, " but dim ", d, " of x (shape ",
          shape_str(*x), ") has size ", x->shape[d]);
   std::vector<TensorPtr> outs;
+  std::vector<Tensor *> raw;
   outs.reserve(sizes.size());
   int64_t start = 0;
   for (int64_t sz : sizes) {
-    outs.push_back(scope.produced(slice(x, d, start, start + sz, 1), int(outs.size())));
+    Shape piece = shape_of(*x);
+    piece.d[d] = sz;
+    outs.push_back(make_view(*x, piece, x->strides, x->offset + start * x->strides[d]));
+    raw.push_back(outs.back().get());
     start += sz;
   }
+  if (should_record(x->session.get(), {x.get()})) {
+    auto node = std::make_shared<SplitNode>(OpId::split);
+    node->dim = d;
+    node->sizes = sizes;
+    record(node, {x.get()}, raw);
+  }
+  for (size_t i = 0; i < outs.size(); ++i) outs[i] = scope.produced(outs[i], int(i));
   return outs;
 }
 

@@ -169,6 +169,58 @@ static void test_strided_views(void **state) {
   use_path("auto");
 }
 
+/* Heads of one projection, as a GPT block takes them: o comes back in q's
+ * layout ([b, t, h, d]-dense, so merging the heads is a view), and the
+ * projection's gradient, through dq, dk and dv laid out like q, k and v and
+ * one split node, has the bits of the same attention on contiguous
+ * copies. */
+static double *projection_grad(mixp_session *s, mixp_dtype dt, const double *buf, int copy_heads,
+                               int64_t b, int64_t t, int64_t h, int64_t d) {
+  const int64_t e = h * d, ps[3] = {b, t, 3 * e}, sizes[3] = {e, e, e}, hs[4] = {b, t, h, d};
+  mixp_tensor *proj = mt_tensor(s, dt, buf, ps, 3), *parts[3], *heads[3], *o = NULL, *merged = NULL,
+              *loss = NULL, *sq = NULL;
+  MT_OK(mixp_tensor_set_requires_grad(proj, 1));
+  MT_OK(mixp_split(proj, sizes, 3, -1, parts));
+  for (int i = 0; i < 3; ++i) {
+    mixp_tensor *r = NULL, *tr = NULL;
+    MT_OK(mixp_reshape(parts[i], hs, 4, &r));
+    MT_OK(mixp_transpose(r, 1, 2, &tr));
+    if (copy_heads) MT_OK(mixp_contiguous(tr, &heads[i]));
+    else heads[i] = tr, tr = NULL;
+    mixp_tensor *objs[3] = {r, tr, parts[i]};
+    for (int j = 0; j < 3; ++j) mixp_tensor_release(objs[j]);
+  }
+  use_path("fused");
+  MT_OK(mixp_scaled_dot_product_attention(heads[0], heads[1], heads[2], 1, 0.0, 0.0, &o));
+  use_path("auto");
+  MT_OK(mixp_transpose(o, 1, 2, &merged));
+  if (!copy_heads) assert_true(mixp_tensor_is_contiguous(merged));
+  MT_OK(mixp_mul(merged, merged, &sq));
+  MT_OK(mixp_sum(sq, NULL, 0, 0, &loss));
+  MT_OK(mixp_backward(loss, NULL));
+  double *g = mt_grad_values(proj);
+  mixp_tensor *objs[8] = {proj, heads[0], heads[1], heads[2], o, merged, sq, loss};
+  for (int i = 0; i < 8; ++i) mixp_tensor_release(objs[i]);
+  return g;
+}
+
+static void test_heads_of_one_projection(void **state) {
+  mixp_session *s = *state;
+  SKIP_UNLESS_FUSED(s);
+  const int64_t b = 2, t = 37, h = 3, d = 16, n = b * t * 3 * h * d;
+  double *buf = malloc((size_t)n * sizeof(double));
+  mt_fill(buf, n, -1, 1, 11);
+  const mixp_dtype dts[3] = {MIXP_F32, MIXP_BF16, MIXP_F64};
+  for (int di = 0; di < 3; ++di) {
+    double *views = projection_grad(s, dts[di], buf, 0, b, t, h, d);
+    double *copies = projection_grad(s, dts[di], buf, 1, b, t, h, d);
+    assert_memory_equal(views, copies, (size_t)n * sizeof(double));
+    free(views);
+    free(copies);
+  }
+  free(buf);
+}
+
 /* With v the identity (D = S), the output is the dropped-out probabilities
  * themselves: the fused and the composed path, same seed, zero the same
  * elements (and only those) and agree on the rest. */
@@ -463,7 +515,7 @@ int main(void) {
       cmocka_unit_test(test_dropout_same_elements),   cmocka_unit_test(test_fused_gradcheck),
       cmocka_unit_test(test_fused_gradients),         cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_nan_inf_propagate),       cmocka_unit_test(test_memory),
-      cmocka_unit_test(test_thread_count_bitwise),
+      cmocka_unit_test(test_thread_count_bitwise),   cmocka_unit_test(test_heads_of_one_projection),
   };
   return cmocka_run_group_tests(tests, mt_setup_session, mt_teardown_session);
 }

@@ -88,6 +88,38 @@ static void test_split_gradcheck(void **state) {
   mixp_session_destroy(s);
 }
 
+/* Pieces without a gradient contribute zeros, pieces used twice the sum of
+ * their uses; one split node writes them all into x's gradient. */
+static void test_split_partial_gradients(void **state) {
+  (void)state;
+  mixp_session *s = mt_session();
+  const int64_t shape[2] = {3, 5}, sizes[3] = {1, 2, 2};
+  double x[15];
+  for (int i = 0; i < 15; ++i) x[i] = i + 1;
+  const mixp_dtype dts[3] = {MIXP_F64, MIXP_F32, MIXP_BF16};
+  for (int d = 0; d < 3; ++d) {
+    mixp_tensor *xt = mt_tensor(s, dts[d], x, shape, 2), *p[3] = {0}, *a = NULL, *b = NULL, *ab = NULL,
+                *loss = NULL;
+    MT_OK(mixp_tensor_set_requires_grad(xt, 1));
+    MT_OK(mixp_split(xt, sizes, 3, 1, p));
+    /* loss = sum(3 * p[2]) + sum(p[2] * p[2]); p[0] and p[1] unused. */
+    MT_OK(mixp_mul_scalar(p[2], 3.0, &a));
+    MT_OK(mixp_mul(p[2], p[2], &b));
+    MT_OK(mixp_add(a, b, &ab));
+    MT_OK(mixp_sum(ab, NULL, 0, 0, &loss));
+    MT_OK(mixp_backward(loss, NULL));
+    double *g = mt_grad_values(xt);
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 5; ++c)
+        assert_true(g[r * 5 + c] == (c >= 3 ? 3.0 + 2.0 * x[r * 5 + c] : 0.0));
+    free(g);
+    mixp_tensor *list[7] = {xt, p[0], p[1], p[2], a, b, ab};
+    for (int i = 0; i < 7; ++i) mixp_tensor_release(list[i]);
+    mixp_tensor_release(loss);
+  }
+  mixp_session_destroy(s);
+}
+
 static void test_split_misuse(void **state) {
   (void)state;
   mixp_session *s = mt_session();
@@ -304,6 +336,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_split_values_and_views),
       cmocka_unit_test(test_split_gradcheck),
+      cmocka_unit_test(test_split_partial_gradients),
       cmocka_unit_test(test_split_misuse),
       cmocka_unit_test(test_flatten),
       cmocka_unit_test(test_flatten_gradcheck_and_misuse),
