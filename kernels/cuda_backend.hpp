@@ -265,6 +265,14 @@ struct Scratch {
   template <class T> T *as() const { return static_cast<T *>(p); }
 };
 
+// layer_norm_rows.cu: layer norm's forward and input gradient (group_norm
+// with one group and s == 1 over rows x len) with a warp per row; false,
+// having launched nothing, for rows it does not take (norm.cu runs them).
+bool layer_norm_rows_forward(CudaBackend &be, int64_t rows, int64_t len, const View &x, const View *weight,
+                             const View *bias, double eps, const View &y, const View &mean, const View &rstd);
+bool layer_norm_rows_gx(CudaBackend &be, int64_t rows, int64_t len, const View &x, const View &gy,
+                        const View &mean, const View &rstd, const View *weight, const View &gx);
+
 // random.cu: dst[0] = seed, dst[1] = offset (device memory), written by a
 // one-thread kernel on the stream: no upload to wait for (cuDNN's dropout
 // reads its Philox seed and offset from device memory).
