@@ -40,7 +40,10 @@ Prints one JSON object per measurement on stdout, e.g.
    "steps": 10, "ms_per_step": 61.2, "peak_bytes": 123456, ...}
   {"model": "gpt2", "params": 124439808, "torch": "2.11.0", "note": "..."}
   A row that fails prints "error" (or "oom", or "skipped" for torch.compile)
-  instead of numbers, and the next row runs.
+  instead of numbers, and the next row runs. With --profile N, each row
+  then profiles one more step and prints its N kernels with the most
+  device time: {"profile": "gpt2 amp channels_last=-1", "kernel": "...",
+  "calls": 12, "device_ms": 3.1}.
 
 --device cpu (with --quick) is a smoke test of the same code, with any torch
 since 1.13 (Debian's): where that torch lacks something (f16 autocast,
@@ -362,10 +365,37 @@ def model_row(a, dev, kind, layout, low):
         step()
     sync(dev)
     elapsed = time.perf_counter() - t0
+    if a.profile:
+        profile_step(step, dev, a.profile, f"{a.model} {kind} channels_last={layout}")
     return {"row": kind, "what": describe(kind, low, scaler is not None), "channels_last": layout,
             "batch": a.batch, "steps": n, "ms_per_step": elapsed / n * 1e3,
             "samples_per_sec": a.batch * n / elapsed,
             "peak_bytes": torch.cuda.max_memory_allocated(dev) if cuda else None}, params
+
+
+def profile_step(step, dev, top, what):
+    """One more step under torch.profiler: its top kernels (ops on the CPU)
+    by device time, one JSON line each, for setting beside mixp's own
+    profile of the same step (mixp-bench --profile)."""
+    from torch.profiler import profile, ProfilerActivity
+    cuda = dev.type == "cuda"
+    with profile(activities=[ProfilerActivity.CUDA if cuda else ProfilerActivity.CPU]) as prof:
+        step()
+        sync(dev)
+
+    def device_us(e):
+        for name in ("device_time_total", "cuda_time_total", "self_cpu_time_total"):
+            v = getattr(e, name, None)
+            if v:
+                return float(v)
+        return 0.0
+
+    events = sorted(prof.key_averages(), key=device_us, reverse=True)
+    total = sum(device_us(e) for e in events)
+    print(json.dumps({"profile": what, "kernels": len(events), "device_ms": total / 1e3}), flush=True)
+    for e in events[:top]:
+        print(json.dumps({"profile": what, "kernel": e.key[:120], "calls": e.count,
+                          "device_ms": device_us(e) / 1e3}), flush=True)
 
 
 def emit_row(out):
@@ -476,6 +506,8 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--step-seconds", type=float, default=0.0)
     p.add_argument("--compile-timeout", type=int, default=100)
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="after each timed row, profile one more step and print its top N kernels")
     p.add_argument("--compile-child", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args()
     dev = torch.device(a.device)

@@ -43,7 +43,7 @@ struct SplitNode : Node {
       TensorPtr region = make_view(*gx, piece, gx->strides, start * gx->strides[dim]);
       if (region->numel() > 0) {
         if (g[i]) copy_into(*region, *g[i]);
-        else s->backend->fill(view_of(*region), 0.0);
+        else backend_of(*gx).fill(view_of(*region), 0.0);
       }
       start += sizes[i];
     }
