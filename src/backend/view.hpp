@@ -22,8 +22,8 @@ struct View {
 };
 
 // Dense strides for `like`'s shape with its dimensions in the order its
-// strides give them (largest stride outermost):
-// what PyTorch's empty_like keeps of a layout. A gradient or output laid
+// strides give them (largest stride outermost): what PyTorch's empty_like
+// keeps of a layout. A gradient or output laid
 // out this way is a view wherever the tensor it belongs to was one (the
 // heads of a [B, T, 3, H, D] projection viewed as [B, H, T, D] get
 // [B, T, H, D]-dense buffers, which transpose and reshape back without a

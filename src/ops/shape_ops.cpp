@@ -1,6 +1,7 @@
 // Shape operations built on views: split (one view per piece, one node for
-// all of them), flatten (a reshape) and constant padding (whose backward is padding by the negated
-// amounts, i.e. the slice of the gradient that the input occupies).
+// all of them), flatten (a reshape) and constant padding (whose backward is
+// padding by the negated amounts, i.e. the slice of the gradient that the
+// input occupies).
 #include <algorithm>
 #include <memory>
 #include <vector>
