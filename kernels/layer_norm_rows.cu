@@ -35,8 +35,8 @@ __device__ __forceinline__ acc_t<T> column_or(const T *p, int64_t k, acc_t<T> df
   return p ? ld(p[k]) : dflt;
 }
 
-// The row's packs into p (lane's q-th pack: pack lane + 32 q); false for
-// the lanes' packs past the row.
+// The row's packs into p (lane's q-th pack: pack lane + 32 q); packs past
+// the row are left alone, and every_element and store_row skip them.
 template <class T>
 __device__ __forceinline__ void load_row(const T *row, int64_t nv, int lane, Pack<T> (&p)[kRowPacks]) {
 #pragma unroll
@@ -46,34 +46,47 @@ __device__ __forceinline__ void load_row(const T *row, int64_t nv, int lane, Pac
   }
 }
 
+// f(q, j, column) for element j of each of the lane's packs q in the row.
+template <class T, class F>
+__device__ __forceinline__ void every_element(int64_t nv, int lane, F &&f) {
+#pragma unroll
+  for (int q = 0; q < kRowPacks; ++q) {
+    const int64_t k = lane + 32 * q;
+    if (k >= nv) continue;
+#pragma unroll
+    for (int j = 0; j < kVec<T>; ++j) f(q, j, k * kVec<T> + j);
+  }
+}
+
+// p's elements rewritten by f(q, j, column) (which may read them), each
+// pack then stored to the row.
+template <class T, class F>
+__device__ __forceinline__ void store_row(T *row, int64_t nv, int lane, Pack<T> (&p)[kRowPacks], F &&f) {
+  every_element<T>(nv, lane, [&](int q, int j, int64_t ch) { p[q].v[j] = f(q, j, ch); });
+#pragma unroll
+  for (int q = 0; q < kRowPacks; ++q)
+    if (lane + 32 * q < nv) reinterpret_cast<Pack<T> *>(row)[lane + 32 * q] = p[q];
+}
+
 template <class T>
 __global__ void ln_forward_rows_kernel(const T *x, int64_t rows, int64_t len, double eps, const T *w, const T *b,
                                        T *y, stat_t<T> *mean, stat_t<T> *rstd) {
   using A = acc_t<T>;
   using S = stat_t<T>;
-  constexpr int V = kVec<T>;
   const int lane = threadIdx.x & 31;
   const int64_t row = int64_t(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
   if (row >= rows) return;  // the whole warp
-  const int64_t nv = len / V;
+  const int64_t nv = len / kVec<T>;
   Pack<T> p[kRowPacks];
   load_row(x + row * len, nv, lane, p);
   double sum = 0.0;
-#pragma unroll
-  for (int q = 0; q < kRowPacks; ++q)
-    if (lane + 32 * q < nv)
-#pragma unroll
-      for (int j = 0; j < V; ++j) sum += double(ld(p[q].v[j]));
+  every_element<T>(nv, lane, [&](int q, int j, int64_t) { sum += double(ld(p[q].v[j])); });
   const double mu = warp_sum(sum) / double(len);
   double sq = 0.0;
-#pragma unroll
-  for (int q = 0; q < kRowPacks; ++q)
-    if (lane + 32 * q < nv)
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-        const double d = double(ld(p[q].v[j])) - mu;
-        sq += d * d;
-      }
+  every_element<T>(nv, lane, [&](int q, int j, int64_t) {
+    const double d = double(ld(p[q].v[j])) - mu;
+    sq += d * d;
+  });
   const double is = 1.0 / sqrt(warp_sum(sq) / double(len) + eps);
   const S smu = S(mu), sis = S(is);
   if (lane == 0) {
@@ -81,19 +94,9 @@ __global__ void ln_forward_rows_kernel(const T *x, int64_t rows, int64_t len, do
     rstd[row] = sis;
   }
   const A amu = A(smu), ais = A(sis);
-  Pack<T> *out = reinterpret_cast<Pack<T> *>(y + row * len);
-#pragma unroll
-  for (int q = 0; q < kRowPacks; ++q) {
-    const int64_t k = lane + 32 * q;
-    if (k >= nv) continue;
-#pragma unroll
-    for (int j = 0; j < V; ++j) {
-      const int64_t ch = k * V + j;
-      const A wv = column_or(w, ch, A(1)) * ais;
-      p[q].v[j] = st<T>((ld(p[q].v[j]) - amu) * wv + column_or(b, ch, A(0)));
-    }
-    out[k] = p[q];
-  }
+  store_row(y + row * len, nv, lane, p, [&](int q, int j, int64_t ch) {
+    return st<T>((ld(p[q].v[j]) - amu) * (column_or(w, ch, A(1)) * ais) + column_or(b, ch, A(0)));
+  });
 }
 
 // gx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = gy * w.
@@ -101,40 +104,25 @@ template <class T>
 __global__ void ln_gx_rows_kernel(const T *x, const T *gy, int64_t rows, int64_t len, const stat_t<T> *mean,
                                   const stat_t<T> *rstd, const T *w, T *gx) {
   using A = acc_t<T>;
-  constexpr int V = kVec<T>;
   const int lane = threadIdx.x & 31;
   const int64_t row = int64_t(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
   if (row >= rows) return;
-  const int64_t nv = len / V;
+  const int64_t nv = len / kVec<T>;
   Pack<T> px[kRowPacks], pg[kRowPacks];
   load_row(x + row * len, nv, lane, px);
   load_row(gy + row * len, nv, lane, pg);
   const double mu = double(mean[row]), is = double(rstd[row]);
   double s1 = 0.0, s2 = 0.0;
-#pragma unroll
-  for (int q = 0; q < kRowPacks; ++q)
-    if (lane + 32 * q < nv)
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-        const int64_t ch = (lane + 32 * q) * V + j;
-        const double d = double(ld(pg[q].v[j])) * double(column_or(w, ch, A(1)));
-        s1 += d;
-        s2 += d * (double(ld(px[q].v[j])) - mu) * is;
-      }
+  every_element<T>(nv, lane, [&](int q, int j, int64_t ch) {
+    const double d = double(ld(pg[q].v[j])) * double(column_or(w, ch, A(1)));
+    s1 += d;
+    s2 += d * (double(ld(px[q].v[j])) - mu) * is;
+  });
   const A m1 = A(warp_sum(s1) / double(len)), m2 = A(warp_sum(s2) / double(len)), amu = A(mu), ais = A(is);
-  Pack<T> *out = reinterpret_cast<Pack<T> *>(gx + row * len);
-#pragma unroll
-  for (int q = 0; q < kRowPacks; ++q) {
-    const int64_t k = lane + 32 * q;
-    if (k >= nv) continue;
-#pragma unroll
-    for (int j = 0; j < V; ++j) {
-      const int64_t ch = k * V + j;
-      const A xhat = (ld(px[q].v[j]) - amu) * ais;
-      pg[q].v[j] = st<T>(ais * (ld(pg[q].v[j]) * column_or(w, ch, A(1)) - m1 - xhat * m2));
-    }
-    out[k] = pg[q];
-  }
+  store_row(gx + row * len, nv, lane, pg, [&](int q, int j, int64_t ch) {
+    const A xhat = (ld(px[q].v[j]) - amu) * ais;
+    return st<T>(ais * (ld(pg[q].v[j]) * column_or(w, ch, A(1)) - m1 - xhat * m2));
+  });
 }
 
 template <class T>
