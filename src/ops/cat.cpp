@@ -27,6 +27,18 @@ struct CatNode : Node {
 
 }  // namespace
 
+void write_along(Tensor &out, int dim, const std::vector<TensorPtr> &pieces, const std::vector<int64_t> &starts) {
+  Backend &be = backend_of(out);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    Shape piece = shape_of(out);
+    piece.d[dim] = starts[i + 1] - starts[i];
+    if (piece.numel() == 0) continue;
+    TensorPtr part = make_view(out, piece, out.strides, out.offset + starts[i] * out.strides[dim]);
+    if (pieces[i]) be.copy(view_of(*pieces[i]), view_of(*part));
+    else be.fill(view_of(*part), 0.0);
+  }
+}
+
 TensorPtr cat(const std::vector<TensorPtr> &xs_in, int dim) {
   static const char *fn = "mixp_cat";
   if (xs_in.empty()) fail(MIXP_ERR_INVALID_ARGUMENT, fn, ": needs at least one tensor, got 0");
@@ -59,13 +71,7 @@ TensorPtr cat(const std::vector<TensorPtr> &xs_in, int dim) {
   }
 
   TensorPtr y = empty(s, x0.dtype, out_shape);
-  Backend &be = backend_of(*y);
-  for (size_t i = 0; i < xs.size(); ++i) {
-    const Tensor &xi = *xs[i];
-    if (xi.numel() == 0) continue;
-    TensorPtr part = make_view(*y, shape_of(xi), y->strides, y->offset + starts[i] * y->strides[d]);
-    be.copy(view_of(xi), view_of(*part));
-  }
+  write_along(*y, d, xs, starts);
 
   std::vector<const Tensor *> inputs;
   for (const TensorPtr &x : xs) inputs.push_back(x.get());

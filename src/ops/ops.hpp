@@ -180,6 +180,10 @@ TensorPtr cross_entropy(const TensorPtr &logits, const TensorPtr &target,
 TensorPtr mse_loss(const TensorPtr &a, const TensorPtr &b, mixp_reduction reduction);
 TensorPtr dropout(const TensorPtr &x, double p, bool training);
 TensorPtr cat(const std::vector<TensorPtr> &xs, int dim);
+// Writes pieces[i] into out's slice [starts[i], starts[i + 1]) along dim
+// (converting dtype if need be), zeros where pieces[i] is null: cat's
+// forward and split's backward. Not recorded.
+void write_along(Tensor &out, int dim, const std::vector<TensorPtr> &pieces, const std::vector<int64_t> &starts);
 
 // ---- matrix products (ops/matmul.cpp) -----------------------------------------
 TensorPtr matmul(const TensorPtr &a, const TensorPtr &b);

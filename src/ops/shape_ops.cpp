@@ -23,31 +23,20 @@ struct PadNode : Node {
   }
 };
 
-// The pieces' gradients written into one gradient of x (a cat): one
-// buffer and one copy per piece, where a slice node per piece would fill a
-// zero tensor of x's size for each and the engine then add them up. Only
-// the parts of pieces without a gradient are zeroed.
+// The pieces' gradients written into one gradient of x, as cat writes its
+// inputs (write_along): one buffer and one copy per piece, where a slice
+// node per piece would fill a zero tensor of x's size for each and the
+// engine then add them up. Only pieces without a gradient are zeroed.
 struct SplitNode : Node {
   using Node::Node;
   int dim = 0;
-  std::vector<int64_t> sizes;
+  std::vector<int64_t> starts;  // one more than pieces
   std::vector<TensorPtr> backward(std::vector<TensorPtr> &g) override {
-    const Shape &in = input_shapes[0];
     Session *s = nullptr;
     for (const TensorPtr &gi : g)
       if (gi) s = gi->session.get();
-    TensorPtr gx = empty(s, input_dtypes[0], in);
-    int64_t start = 0;
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      Shape piece = in;
-      piece.d[dim] = sizes[i];
-      TensorPtr region = make_view(*gx, piece, gx->strides, start * gx->strides[dim]);
-      if (region->numel() > 0) {
-        if (g[i]) copy_into(*region, *g[i]);
-        else backend_of(*gx).fill(view_of(*region), 0.0);
-      }
-      start += sizes[i];
-    }
+    TensorPtr gx = empty(s, input_dtypes[0], input_shapes[0]);
+    write_along(*gx, dim, g, starts);
     return {gx};
   }
 };
@@ -87,7 +76,8 @@ std::vector<TensorPtr> split(const TensorPtr &x, const std::vector<int64_t> &siz
   if (should_record(x->session.get(), {x.get()})) {
     auto node = std::make_shared<SplitNode>(OpId::split);
     node->dim = d;
-    node->sizes = sizes;
+    node->starts.assign(1, 0);
+    for (int64_t sz : sizes) node->starts.push_back(node->starts.back() + sz);
     record(node, {x.get()}, raw);
   }
   for (size_t i = 0; i < outs.size(); ++i) outs[i] = scope.produced(outs[i], int(i));
